@@ -1,0 +1,105 @@
+"""`strataflow db ...`: migrations, the connection URL, and the embedded server's life."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+
+db_app = typer.Typer(help="Database: migrations, connection URL, embedded server.", no_args_is_help=True)
+
+
+@db_app.command("upgrade")
+def upgrade() -> None:
+    """Apply pending migrations from sql/ in order (each in its own transaction).
+
+    Running it again does nothing. An applied file that was edited is refused.
+
+    Example: strataflow db upgrade
+    """
+    from strataflow import migrations
+    from strataflow.database import check_connection, engine_for
+
+    settings = settings_or_exit()
+    with cli_errors():
+        check_connection(settings)
+        applied = migrations.upgrade(engine_for(settings))
+    typer.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ": up to date"))
+
+
+@db_app.command("status")
+def status() -> None:
+    """List applied and pending migrations.
+
+    Example: strataflow db status
+    """
+    from strataflow import migrations
+    from strataflow.database import check_connection, engine_for
+
+    settings = settings_or_exit()
+    with cli_errors():
+        check_connection(settings)
+        rows = migrations.status(engine_for(settings))
+    for row in rows:
+        typer.echo(f"{row.state:8} {row.name}" + (f"  ({row.applied_at})" if row.applied_at else ""))
+    pending = sum(row.state == "pending" for row in rows)
+    typer.echo(f"{len(rows) - pending} applied, {pending} pending")
+    if any(row.state == "edited" for row in rows):
+        raise typer.Exit(1)
+
+
+@db_app.command("url")
+def url(
+    role: str = typer.Option(None, "--role", help="Print a URL that connects as this strataflow role."),
+) -> None:
+    """Print the libpq connection URL (for psql or a BI tool) as the only line on stdout.
+
+    Example: psql "$(strataflow db url)"
+    """
+    from strataflow.database import libpq_url
+
+    settings = settings_or_exit()
+    with cli_errors():
+        uri = libpq_url(settings)
+        if role:
+            from strataflow.access import role_url
+
+            uri = role_url(settings, uri, role)
+    typer.echo(uri)
+
+
+@db_app.command("stop")
+def stop() -> None:
+    """Stop the embedded PostgreSQL server of this STRATAFLOW_HOME (it otherwise keeps running).
+
+    Example: strataflow db stop
+    """
+    from strataflow import embedded
+
+    settings = settings_or_exit()
+    with cli_errors():
+        if settings.database_url is not None:
+            raise UserError("DATABASE_URL is set: strataflow does not manage that server")
+        stopped = embedded.stop(settings.home)
+    typer.echo("stopped the embedded server" if stopped else "the embedded server was not running", err=True)
+
+
+@db_app.command("backup")
+def backup(path: Path = typer.Argument(..., help="File to write (pg_dump custom format).")) -> None:
+    """Dump the database with the bundled pg_dump; restore with pg_restore.
+
+    Example: strataflow db backup ./strataflow.dump
+    """
+    from strataflow import embedded
+    from strataflow.database import libpq_url
+
+    settings = settings_or_exit()
+    with cli_errors():
+        embedded.backup(libpq_url(settings), path)
+    typer.echo(f"wrote {path}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(db_app, name="db")

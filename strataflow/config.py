@@ -1,0 +1,101 @@
+"""Settings: the one place the environment is read. Load once with load_settings() and pass down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+OFFLINE_MODEL = "offline/rules"
+
+
+class SettingsError(ValueError):
+    """A setting has a value strataflow cannot use; the message names the setting and what is allowed."""
+
+
+class Settings(BaseSettings):
+    """Every knob strataflow has. Env vars use the STRATAFLOW_ prefix (DATABASE_URL also works unprefixed)."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="STRATAFLOW_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    database_url: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("DATABASE_URL", "STRATAFLOW_DATABASE_URL"),
+        description="External PostgreSQL with pgvector. Unset: an embedded server under STRATAFLOW_HOME.",
+    )
+    home: Path = Field(Path("~/.strataflow"), description="Where the embedded database and local state live.")
+    retention_days: int = Field(30, ge=1, le=3650, description="L1 rows expire this many days after event time.")
+    timezone: str = Field("UTC", description="IANA zone for naive times, ISO weeks, 'today' and schedules.")
+
+    extract_model: str = Field(OFFLINE_MODEL, description="litellm model string for L2 extraction.")
+    rollup_model: str = Field(OFFLINE_MODEL, description="litellm model string for the weekly rollup.")
+    reflect_model: str = Field(OFFLINE_MODEL, description="litellm model string for insight reflection.")
+    llm_api_base: str | None = Field(None, description="api_base passed to litellm (OpenAI-compatible servers).")
+    llm_budget_tokens: int = Field(5_000_000, ge=0, description="Prompt + completion tokens one run may spend.")
+    llm_budget_usd: float | None = Field(None, ge=0, description="USD one run may spend (when litellm knows costs).")
+    llm_max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx and timeouts.")
+    llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
+    llm_concurrency: int = Field(2, ge=1, le=64, description="LLM requests in flight at once per process.")
+    extract_batch_tokens: int = Field(3000, ge=200, description="Message tokens per extraction call.")
+
+    embedding_model: str = Field(
+        "all-MiniLM-L6-v2", description="Local sentence-transformers name, or any litellm embedding model."
+    )
+    embedding_dim: int = Field(384, ge=1, le=16000, description="Vector size; the schema's columns follow it.")
+    embed_batch_size: int = Field(64, ge=1, le=4096, description="Texts per encode call.")
+
+    max_content_chars: int = Field(20_000, ge=1, description="Longer message content is quarantined.")
+    ingest_chunk_rows: int = Field(20_000, ge=100, description="Rows per streamed ingest chunk.")
+    archive_expired: bool = Field(False, description="Write expiring L1 rows to Parquet before they go.")
+
+    task_runner: Literal["thread", "dask"] = Field("thread", description="Prefect task runner for the flows.")
+    dask_workers: int = Field(2, ge=1, le=64, description="Local Dask workers when task_runner=dask.")
+    dask_address: str | None = Field(None, description="Address of an existing Dask scheduler.")
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r}; use an IANA name such as UTC or Asia/Shanghai") from exc
+        return value
+
+    @field_validator("embedding_dim")
+    @classmethod
+    def _schema_dim(cls, value: int) -> int:
+        # The columns are vector(384) in sql/; another size needs a migration first (README: changing models).
+        if value != 384:
+            raise ValueError("the schema stores vector(384); add a migration before changing the dimension")
+        return value
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.home / "archive"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment (and .env) once; raise SettingsError naming each bad setting."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or "settings"
+            env_name = "DATABASE_URL" if field == "database_url" else f"STRATAFLOW_{field.upper()}"
+            problems.append(f"{env_name}: {error['msg']} (got {error.get('input')!r})")
+        raise SettingsError("invalid setting(s): " + "; ".join(problems)) from None

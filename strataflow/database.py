@@ -1,0 +1,94 @@
+"""Database access: the connection URL (embedded or external) and one SQLAlchemy engine per URL per process."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from strataflow import embedded
+from strataflow.config import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot be used as configured; the message says what to do."""
+
+
+def libpq_url(settings: Settings) -> str:
+    """A postgresql:// URI (what psql and BI tools take), starting the embedded server when needed."""
+    if settings.database_url is not None:
+        url = settings.database_url.get_secret_value()
+        return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
+    return embedded.ensure_running(settings.home)
+
+
+def sqlalchemy_url(url: str) -> str:
+    """The psycopg 3 dialect URL for a libpq URI."""
+    return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql+psycopg://", url)
+
+
+def engine_for(settings: Settings) -> Engine:
+    """The process-wide engine for these settings (one per URL), with pgvector types registered."""
+    url = sqlalchemy_url(libpq_url(settings))
+    key = (url, settings.timezone)
+    if key not in _ENGINES:
+        _ENGINES[key] = _create_engine(url, settings.timezone)
+    return _ENGINES[key]
+
+
+_ENGINES: dict[tuple[str, str], Engine] = {}
+
+
+def _create_engine(url: str, timezone: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise DatabaseError(f"DATABASE_URL is not a database URL: {exc}") from None
+    if not parsed.drivername.startswith("postgresql"):
+        raise DatabaseError(
+            f"DATABASE_URL must point at PostgreSQL (postgresql://user:pass@host/db), not {parsed.drivername}"
+        )
+    # A small pool: the embedded server allows 100 connections and many processes share it.
+    engine = create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        with dbapi_conn.cursor() as cur:
+            # Session time zone = STRATAFLOW_TIMEZONE, so current_date, date_trunc and ::date agree with it.
+            cur.execute("select set_config('TimeZone', %s, false)", (timezone,))
+            cur.execute("select 1 from pg_type where typname = 'vector'")
+            has_vector = cur.fetchone() is not None
+        dbapi_conn.commit()
+        if has_vector:  # before `db upgrade` creates the extension there is nothing to register
+            from pgvector.psycopg import register_vector
+
+            register_vector(dbapi_conn)
+
+    return engine
+
+
+def check_connection(settings: Settings) -> None:
+    """Connect once, turning a refused or unknown server into a message that says what to check."""
+    engine = engine_for(settings)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("select 1"))
+    except OperationalError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise DatabaseError(
+            f"cannot connect to PostgreSQL at {where}: {reason}. Check DATABASE_URL, or unset it to use the "
+            "embedded server."
+        ) from None
+
+
+def dispose_engines() -> None:
+    """Close every pooled connection (tests, and before forking)."""
+    for engine in _ENGINES.values():
+        engine.dispose()
+    _ENGINES.clear()
