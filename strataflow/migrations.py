@@ -94,7 +94,16 @@ def upgrade(engine: Engine, sql_dir: Path = SQL_DIR) -> list[str]:
                 continue
             _apply(conn, migration)
             applied_now.append(migration.name)
+    if applied_now:
+        _secure_new_relations(engine)
     return applied_now
+
+
+def _secure_new_relations(engine: Engine) -> None:
+    """Re-apply namespace row-level security and grants, so tables and views added by later files are covered."""
+    with engine.begin() as conn:
+        if conn.execute(text("select to_regprocedure('strataflow_apply_namespace_security()')")).scalar():
+            conn.execute(text("select strataflow_apply_namespace_security()"))
 
 
 def _already_applied(conn: Connection, migration: Migration) -> bool:

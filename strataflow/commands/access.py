@@ -1,9 +1,106 @@
-"""CLI commands for the access area (filled in by its issue)."""
+"""`strataflow access ...`: login roles for agents and analysts, and which namespaces they may see."""
 
 from __future__ import annotations
 
 import typer
 
+from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+
+access_app = typer.Typer(help="Roles and namespace grants (row-level security).", no_args_is_help=True)
+
+
+def _engine():  # type: ignore[no-untyped-def]
+    from strataflow.database import engine_for
+
+    return engine_for(settings_or_exit())
+
+
+def _access_errors():  # type: ignore[no-untyped-def]
+    from strataflow.access import AccessError
+
+    return AccessError
+
+
+@access_app.command("create-role")
+def create_role(
+    name: str = typer.Argument(..., help="Login role to create (lower snake_case)."),
+    kind: str = typer.Option(..., "--kind", help="agent (read memory, write L2 items) or analyst (read-only)."),
+) -> None:
+    """Create a LOGIN role in the agent or analyst group. It sees nothing until granted a namespace.
+
+    With the embedded server it logs in over the local socket; with an external server a generated password
+    is printed once (store it in PGPASSWORD or ~/.pgpass).
+
+    Example: strataflow access create-role bi --kind analyst
+    """
+    from strataflow import access
+
+    settings = settings_or_exit()
+    engine = _engine()
+    with cli_errors():
+        try:
+            with engine.begin() as conn:
+                password = access.create_role(conn, name, kind, with_password=settings.database_url is not None)
+        except access.AccessError as exc:
+            raise UserError(str(exc)) from None
+    typer.echo(f"created {kind} role {name}", err=True)
+    if password:
+        typer.echo(f"password (shown once): {password}")
+
+
+@access_app.command("grant")
+def grant(
+    name: str = typer.Argument(..., help="Login role."),
+    namespace: str = typer.Option(..., "--namespace", help="Namespace the role may see."),
+) -> None:
+    """Let a role see a namespace (agents may also write its L2 items).
+
+    Example: strataflow access grant bi --namespace alpha
+    """
+    from strataflow import access
+
+    with cli_errors():
+        try:
+            with _engine().begin() as conn:
+                added = access.grant(conn, name, namespace)
+        except access.AccessError as exc:
+            raise UserError(str(exc)) from None
+    typer.echo(f"{'granted' if added else 'already granted'}: {name} -> {namespace}", err=True)
+
+
+@access_app.command("revoke")
+def revoke(
+    name: str = typer.Argument(..., help="Login role."),
+    namespace: str = typer.Option(..., "--namespace", help="Namespace to take away."),
+) -> None:
+    """Take a namespace away from a role; effective from its next transaction.
+
+    Example: strataflow access revoke bi --namespace alpha
+    """
+    from strataflow import access
+
+    with cli_errors():
+        try:
+            with _engine().begin() as conn:
+                removed = access.revoke(conn, name, namespace)
+        except access.AccessError as exc:
+            raise UserError(str(exc)) from None
+    typer.echo(f"{'revoked' if removed else 'was not granted'}: {name} -> {namespace}", err=True)
+
+
+@access_app.command("list")
+def list_roles() -> None:
+    """List strataflow login roles, their kind and granted namespaces.
+
+    Example: strataflow access list
+    """
+    from strataflow import access
+
+    with cli_errors(), _engine().connect() as conn:
+        roles = access.list_roles(conn)
+    for role in roles:
+        typer.echo(f"{role.role_name}\t{role.kind}\t{','.join(role.namespaces) or '-'}")
+
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the strataflow app."""
+    app.add_typer(access_app, name="access")

@@ -66,7 +66,7 @@ def url(
         if role:
             from strataflow.access import role_url
 
-            uri = role_url(settings, uri, role)
+            uri = role_url(uri, role)
     typer.echo(uri)
 
 
