@@ -30,7 +30,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-X
+# The closing marker must start a line: JSON lines never hold a raw newline, so user text cannot close a block.
+BLOCK = re.compile(r"<(?P<name>[a-z_]+)>\n(?P<body>.*?)\n</(?P=name)>", re.DOTALL)
 
 
 def json_lines_block(name: str, records: Iterable[Mapping[str, Any]]) -> str:
