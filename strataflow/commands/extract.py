@@ -1,9 +1,216 @@
-"""CLI commands for the extract area (filled in by its issue)."""
+"""`strataflow extract` (L1 -> L2 through the LLM gateway) and `strataflow profile ...` (seeds 000, 002)."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import typer
+
+from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+
+profile_app = typer.Typer(
+    help="Profiles built from L2: summarize, and the user/work documents.", no_args_is_help=True
+)
+
+NAMESPACE = typer.Option(..., "--namespace", "-n", help="Namespace of the subject.")
+SUBJECT = typer.Option(..., "--subject", "-s", help="The subject (owner) id.")
+DOC_TYPE = typer.Option("user", "--doc", "-d", help="Document type: user or work.")
+FIELDS = typer.Option(
+    None, "--set", help="key=value (value read as JSON when it parses, else as text); repeatable."
+)
+FIELDS_JSON = typer.Option(None, "--json", help="The fields as one JSON object (merged with --set).")
+
+
+def extract(
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace (default: all)."),
+    reprocess: bool = typer.Option(
+        False, "--reprocess", help="Re-extract messages already extracted (with --since)."
+    ),
+    since: str = typer.Option(
+        None, "--since", help="With --reprocess: messages with event time on or after this."
+    ),
+) -> None:
+    """Extract durable L2 memory items from new L1 messages, one LLM call per scope batch.
+
+    Only messages past each scope's watermark are sent, so a second run makes no LLM calls. A budget stop
+    (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes.
+    Example: strataflow extract --namespace consult
+    """
+    from strataflow.database import engine_for
+    from strataflow.runs import finish_run, start_run
+    from strataflow.timeutil import parse_event_time
+    from tasks.extract import extract_new
+
+    settings = settings_or_exit()
+    with cli_errors():
+        if reprocess != (since is not None):
+            raise UserError(
+                "--reprocess and --since go together: strataflow extract --reprocess --since 2026-03-01"
+            )
+        try:
+            since_at = parse_event_time(since, settings.tz) if since else None
+        except ValueError as exc:
+            raise UserError(f"--since: {exc}") from None
+        engine = engine_for(settings)
+        run_id = start_run(engine, "extract", {"namespace": namespace, "since": since}, namespace=namespace)
+        try:
+            result = extract_new(settings, run_id=run_id, namespace=namespace, reprocess_since=since_at)
+        except BaseException as exc:
+            finish_run(engine, run_id, "failed", error=str(exc)[:2000])
+            raise
+        counts = result.model_dump(exclude={"errors", "manual_conflicts"})
+        status = "failed" if result.errors else "budget_stopped" if result.budget_stopped else "completed"
+        finish_run(engine, run_id, status, counts, "; ".join(result.errors)[:2000] or None)
+    typer.echo(
+        f"scopes {result.scopes}, messages {result.messages}, llm calls {result.llm_calls} "
+        f"(cache hits {result.cache_hits}, tokens {result.tokens}), items new {result.items_new}, "
+        f"changed {result.items_changed}, unchanged {result.items_unchanged}, "
+        f"kept older {result.items_kept_older}"
+    )
+    for conflict in result.manual_conflicts:
+        typer.echo(
+            f"kept manual value of {conflict['subject_id']} {conflict['kind']}:{conflict['key']}; extracted "
+            f"{json.dumps(conflict['extracted_value'], ensure_ascii=False)} went to history",
+            err=True,
+        )
+    if result.budget_stopped:
+        typer.echo("budget spent: stopped cleanly; the next run resumes where this one stopped", err=True)
+    if result.errors:
+        for error in result.errors:
+            typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1)
+
+
+@profile_app.command("get")
+def profile_get(namespace: str = NAMESPACE, subject: str = SUBJECT, doc: str = DOC_TYPE) -> None:
+    """Print a subject's user or work profile document as JSON (fields with value, source, confidence).
+
+    Example: strataflow profile get --namespace consult --subject client-a --doc user
+    """
+    from strataflow.profiles import get_profile, refresh_documents
+
+    def run(conn: Any) -> Any:
+        document = get_profile(conn, namespace, subject, doc)
+        if document is None:
+            refresh_documents(conn, namespace, subject)
+            document = get_profile(conn, namespace, subject, doc)
+        return document
+
+    _print(_in_transaction(run))
+
+
+@profile_app.command("put")
+def profile_put(
+    namespace: str = NAMESPACE,
+    subject: str = SUBJECT,
+    doc: str = DOC_TYPE,
+    fields: list[str] = FIELDS,
+    fields_json: str = FIELDS_JSON,
+) -> None:
+    """Replace a profile document with the given fields (source manual; fields left out are deleted).
+
+    Example: strataflow profile put -n consult -s client-a --doc user --set age=33 --set location=上海
+    """
+    from strataflow.profiles import put_profile
+
+    values = _fields(fields, fields_json)
+    _print(_in_transaction(lambda conn: put_profile(conn, namespace, subject, doc, values)))
+
+
+@profile_app.command("patch")
+def profile_patch(
+    namespace: str = NAMESPACE,
+    subject: str = SUBJECT,
+    doc: str = DOC_TYPE,
+    fields: list[str] = FIELDS,
+    fields_json: str = FIELDS_JSON,
+) -> None:
+    """Set some fields of a profile document (source manual; a null value deletes the field).
+
+    Extraction never overwrites a manual field: a conflicting extracted value goes to history.
+    Example: strataflow profile patch -n consult -s client-a --set location=上海
+    """
+    from strataflow.profiles import patch_profile
+
+    values = _fields(fields, fields_json)
+    _print(_in_transaction(lambda conn: patch_profile(conn, namespace, subject, doc, values)))
+
+
+@profile_app.command("status")
+def profile_status(
+    namespace: str = NAMESPACE,
+    subject: str = SUBJECT,
+    doc: str = DOC_TYPE,
+    status: str = typer.Argument(..., help="ACTIVE or DISABLED."),
+) -> None:
+    """Mark a profile document ACTIVE or DISABLED.
+
+    Example: strataflow profile status -n consult -s client-a --doc work DISABLED
+    """
+    from strataflow.profiles import set_profile_status
+
+    if not _in_transaction(lambda conn: set_profile_status(conn, namespace, subject, doc, status.upper())):
+        with cli_errors():
+            raise UserError(f"no {doc} profile for {namespace}/{subject}: run strataflow extract first")
+    typer.echo(f"{namespace}/{subject} {doc} profile: {status.upper()}")
+
+
+@profile_app.command("summarize")
+def profile_summarize(namespace: str = NAMESPACE, subject: str = SUBJECT) -> None:
+    """Print the seed 000 structured profile (basic, career, immigration, family), completeness and narrative.
+
+    Example: strataflow profile summarize --namespace consult --subject client-a
+    """
+    from strataflow.profiles import summarize
+
+    _print(_in_transaction(lambda conn: summarize(conn, namespace, subject)))
+
+
+def _in_transaction(work: Any) -> Any:
+    from strataflow.database import engine_for
+
+    settings = settings_or_exit()
+    with cli_errors():
+        try:
+            with engine_for(settings).begin() as conn:
+                return work(conn)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+
+
+def _fields(pairs: list[str] | None, raw_json: str | None) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    with cli_errors():
+        if raw_json:
+            try:
+                loaded = json.loads(raw_json)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"--json is not valid JSON: {exc}") from None
+            if not isinstance(loaded, dict):
+                raise UserError("--json must be a JSON object of field: value")
+            values.update(loaded)
+        for pair in pairs or []:
+            key, sep, raw = pair.partition("=")
+            if not sep or not key.strip():
+                raise UserError(f"--set {pair!r}: expected key=value")
+            try:
+                values[key.strip()] = json.loads(raw)
+            except json.JSONDecodeError:
+                values[key.strip()] = raw
+        if not values:
+            raise UserError("give fields with --set key=value or --json '{...}'")
+    return values
+
+
+def _print(model: Any) -> None:
+    if model is None:
+        typer.echo("{}")
+        return
+    typer.echo(model.model_dump_json(indent=2))
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the strataflow app."""
+    app.command("extract")(extract)
+    app.add_typer(profile_app, name="profile")

@@ -1,0 +1,411 @@
+"""The LLM gateway: the one place strataflow calls a model.
+
+Every request goes through `LLMGateway.complete`: the stage's model from settings, litellm's real call path
+(the offline provider for `offline/...` models), structured output parsed into a pydantic schema of
+models/llm.py with exactly one repair call on a schema or JSON error, retries with exponential backoff on
+429, 5xx and timeouts (litellm's and the OpenAI SDK's own retries are off), a per-process concurrency limit,
+one `llm_calls` row per request sent (committed on its own connection, so it survives the caller's
+rollback), a result cache (`llm_cache`, keyed by stage, prompt version, model and input hash) and a per-run
+budget checked BEFORE each request. A cache hit or a budget refusal sends nothing and writes no row.
+
+API keys come only from the environment (litellm reads them); error texts are scrubbed before they are stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import Engine, text
+
+from strataflow.config import Settings
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+STAGE_MODEL_FIELD = {
+    "extract": "extract_model",
+    "rollup": "rollup_model",
+    "reflect": "reflect_model",
+    "hot_summary": "extract_model",
+}
+BACKOFF_CAP_S = 30.0
+ERROR_CHARS = 500
+SECRET_PATTERNS = (
+    re.compile(r"\b(sk|pk|rk|key)-[A-Za-z0-9_\-]{6,}"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]+"),
+    re.compile(r"(?i)((?:api[_-]?key|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
+)
+
+SELECT_CACHE = text(
+    """
+    select response from llm_cache
+    where stage = :stage and prompt_version = :prompt_version and model = :model and input_hash = :input_hash
+    """
+)
+INSERT_CACHE = text(
+    """
+    insert into llm_cache (stage, prompt_version, model, input_hash, namespace, subject_id, response)
+    values (:stage, :prompt_version, :model, :input_hash, :namespace, :subject_id, cast(:response as jsonb))
+    on conflict (stage, prompt_version, model, input_hash) do nothing
+    """
+)
+INSERT_CALL = text(
+    """
+    insert into llm_calls (run_id, stage, namespace, subject_id, model, prompt_version, input_hash, attempt,
+                           prompt_tokens, completion_tokens, cost_usd, latency_ms, outcome, error)
+    values (:run_id, :stage, :namespace, :subject_id, :model, :prompt_version, :input_hash, :attempt,
+            :prompt_tokens, :completion_tokens, :cost_usd, :latency_ms, :outcome, :error)
+    """
+)
+SELECT_RUN_SPEND = text(
+    """
+    select coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens,
+           coalesce(sum(cost_usd), 0) as cost_usd
+    from llm_calls where run_id = :run_id
+    """
+)
+
+
+class LLMError(RuntimeError):
+    """A stage could not get a usable answer from its model (after retries, or after the one repair)."""
+
+
+class BudgetExhausted(LLMError):
+    """The run's token or USD budget is spent; no request was sent. The stage stops and resumes next run."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What identifies one piece of LLM work in the ledger and the cache."""
+
+    stage: str
+    prompt_version: str
+    model: str
+    input_hash: str
+    namespace: str | None
+    subject_id: str | None
+
+
+@dataclass
+class _Reply:
+    parsed: BaseModel | None
+    content: str
+    error: str | None
+
+
+_SEMAPHORES: dict[int, threading.BoundedSemaphore] = {}
+_SEMAPHORES_LOCK = threading.Lock()
+
+
+def _semaphore(limit: int) -> threading.BoundedSemaphore:
+    """One semaphore per process and limit, shared by every gateway (llm_concurrency requests in flight)."""
+    with _SEMAPHORES_LOCK:
+        if limit not in _SEMAPHORES:
+            _SEMAPHORES[limit] = threading.BoundedSemaphore(limit)
+        return _SEMAPHORES[limit]
+
+
+def _litellm() -> Any:
+    """Import litellm lazily (slow import), with the local cost map, and the offline provider registered."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _register_offline() -> None:
+    from strataflow.offline import register_offline_provider
+
+    register_offline_provider()
+
+
+def input_hash(messages: list[dict[str, Any]], schema: type[BaseModel], cache_key: str | None = None) -> str:
+    """sha256 of the work: the caller's deterministic key when given, else the messages and the schema."""
+    basis = cache_key if cache_key is not None else json.dumps(messages, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(f"{schema.__name__}\n{basis}".encode()).hexdigest()
+
+
+def scrub_secrets(message: str) -> str:
+    """The error text without API keys: every secret-looking env value and key-shaped token is masked."""
+    for name, value in os.environ.items():
+        if (
+            value
+            and len(value) >= 6
+            and any(word in name.upper() for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))
+        ):
+            message = message.replace(value, "***")
+    for pattern in SECRET_PATTERNS:
+        message = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "***", message)
+    return message[:ERROR_CHARS]
+
+
+def parse_output(content: str, schema: type[T]) -> T:
+    """The completion text as a schema instance; a ```json fence around it is tolerated."""
+    body = content.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
+    if fenced:
+        body = fenced.group(1)
+    return schema.model_validate_json(body)
+
+
+class LLMGateway:
+    """Structured LLM calls with ledger, cache, retries, repair, concurrency limit and a per-run budget."""
+
+    def __init__(
+        self, settings: Settings, engine: Engine, run_id: uuid.UUID | None, backoff_s: float = 1.0
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.run_id = run_id
+        self.backoff_s = backoff_s
+        self.tokens_used = 0
+        self.cost_usd = 0.0
+        self.requests_sent = 0
+        self.cache_hits = 0
+        self._lock = threading.Lock()
+
+    def model_for(self, stage: str) -> str:
+        if stage not in STAGE_MODEL_FIELD:
+            raise ValueError(f"unknown LLM stage {stage!r}; expected one of {sorted(STAGE_MODEL_FIELD)}")
+        return str(getattr(self.settings, STAGE_MODEL_FIELD[stage]))
+
+    def complete(
+        self,
+        stage: str,
+        prompt_version: str,
+        messages: list[dict[str, Any]],
+        schema: type[T],
+        namespace: str | None = None,
+        subject_id: str | None = None,
+        cache_key: str | None = None,
+    ) -> T:
+        """The model's answer parsed into schema; from the cache when the same work was done before.
+
+        cache_key: the caller's deterministic identity of the work (e.g. source message ids and content
+        hashes); by default the messages themselves. Raises BudgetExhausted before sending when the run's
+        budget is spent, LLMError when retries or the one repair call do not give a valid answer.
+        """
+        model = self.model_for(stage)
+        call = _Call(
+            stage, prompt_version, model, input_hash(messages, schema, cache_key), namespace, subject_id
+        )
+        cached = self._cached(call, schema)
+        if cached is not None:
+            with self._lock:
+                self.cache_hits += 1
+            return cached
+        attempt = [0]
+        reply = self._request_with_retries(call, messages, schema, attempt)
+        if reply.parsed is None:
+            repair = [
+                *messages,
+                {"role": "assistant", "content": reply.content},
+                {
+                    "role": "user",
+                    "content": "Your reply did not match the required JSON schema. Validation error:\n"
+                    f"{reply.error}\nReply again with only the corrected JSON object, nothing else.",
+                },
+            ]
+            reply = self._request_with_retries(call, repair, schema, attempt)
+            if reply.parsed is None:
+                raise LLMError(
+                    f"{stage}: {model} returned invalid output twice (after one repair call): {reply.error}"
+                )
+        self._store(call, reply.parsed)
+        return reply.parsed  # type: ignore[return-value]
+
+    # -- budget -------------------------------------------------------------------------------------------
+
+    def spent(self) -> tuple[int, float]:
+        """(tokens, usd) this run has spent: from the ledger when there is a run, else this gateway's."""
+        if self.run_id is None:
+            return self.tokens_used, self.cost_usd
+        with self.engine.connect() as conn:
+            row = conn.execute(SELECT_RUN_SPEND, {"run_id": self.run_id}).one()
+        return int(row.tokens), float(row.cost_usd)
+
+    def _check_budget(self, call: _Call) -> None:
+        tokens, usd = self.spent()
+        if tokens >= self.settings.llm_budget_tokens:
+            raise BudgetExhausted(
+                f"{call.stage}: the run's token budget is spent "
+                f"({tokens} of {self.settings.llm_budget_tokens}"
+                " tokens, STRATAFLOW_LLM_BUDGET_TOKENS); the next run resumes"
+            )
+        if self.settings.llm_budget_usd is not None and usd >= self.settings.llm_budget_usd:
+            raise BudgetExhausted(
+                f"{call.stage}: the run's USD budget is spent (${usd:.4f} of ${self.settings.llm_budget_usd},"
+                " STRATAFLOW_LLM_BUDGET_USD); the next run resumes"
+            )
+
+    # -- requests -----------------------------------------------------------------------------------------
+
+    def _request_with_retries(
+        self, call: _Call, messages: list[dict[str, Any]], schema: type[BaseModel], attempt: list[int]
+    ) -> _Reply:
+        """Send until a reply arrives (valid or not); retry 429, 5xx and timeouts with exponential backoff."""
+        litellm = _litellm()
+        retryable = (
+            (litellm.RateLimitError, "rate_limited"),
+            (litellm.Timeout, "timeout"),  # before APIConnectionError: Timeout is a subclass of it
+            (litellm.InternalServerError, "server_error"),
+            (litellm.ServiceUnavailableError, "server_error"),
+            (litellm.APIConnectionError, "server_error"),
+        )
+        last_error = ""
+        for retry in range(self.settings.llm_max_retries + 1):
+            self._check_budget(call)
+            attempt[0] += 1
+            started = time.monotonic()
+            try:
+                with _semaphore(self.settings.llm_concurrency):
+                    response = self._send(litellm, call.model, messages)
+            except Exception as exc:  # litellm maps provider errors onto its own classes; name them below
+                latency = int((time.monotonic() - started) * 1000)
+                outcome = next((name for cls, name in retryable if isinstance(exc, cls)), "error")
+                last_error = scrub_secrets(f"{type(exc).__name__}: {exc}")
+                self._record(call, attempt[0], outcome, latency, error=last_error)
+                if outcome == "error":
+                    raise LLMError(f"{call.stage}: {call.model} request failed: {last_error}") from None
+                if retry < self.settings.llm_max_retries:
+                    delay = min(BACKOFF_CAP_S, self.backoff_s * 2**retry)
+                    logger.info("%s: %s, retrying in %.1fs", call.stage, outcome, delay)
+                    time.sleep(delay)
+                continue
+            latency = int((time.monotonic() - started) * 1000)
+            content = response.choices[0].message.content or ""
+            try:
+                parsed: BaseModel | None = parse_output(content, schema)
+                error = None
+            except ValidationError as exc:
+                parsed, error = None, scrub_secrets(str(exc))
+            prompt_tokens, completion_tokens = self._usage(litellm, call.model, messages, content, response)
+            self._record(
+                call,
+                attempt[0],
+                "ok" if parsed is not None else "invalid_output",
+                latency,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost=self._cost(litellm, response),
+                error=error,
+            )
+            return _Reply(parsed, content, error)
+        raise LLMError(
+            f"{call.stage}: {call.model} kept failing after {self.settings.llm_max_retries} retries: "
+            f"{last_error}"
+        )
+
+    def _send(self, litellm: Any, model: str, messages: list[dict[str, Any]]) -> Any:
+        if model.startswith("offline/"):
+            _register_offline()
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "timeout": self.settings.llm_timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+            "temperature": 0,
+        }
+        if self.settings.llm_api_base and not model.startswith("offline/"):
+            kwargs["api_base"] = self.settings.llm_api_base
+        if self._supports_json_mode(litellm, model):
+            kwargs["response_format"] = {"type": "json_object"}
+        return litellm.completion(**kwargs)
+
+    @staticmethod
+    def _supports_json_mode(litellm: Any, model: str) -> bool:
+        if model.startswith("offline/"):
+            return False
+        try:
+            params = litellm.get_supported_openai_params(model=model) or []
+        except Exception:  # unknown provider: send no optional parameter rather than fail
+            return False
+        return "response_format" in params
+
+    @staticmethod
+    def _usage(
+        litellm: Any, model: str, messages: list[dict[str, Any]], content: str, response: Any
+    ) -> tuple[int, int]:
+        """Tokens from the response's usage; counted with litellm.token_counter when a provider omits them."""
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        if prompt == 0:
+            prompt = int(litellm.token_counter(model=model, messages=messages))
+        if completion == 0 and content:
+            completion = int(litellm.token_counter(model=model, text=content))
+        return prompt, completion
+
+    @staticmethod
+    def _cost(litellm: Any, response: Any) -> float | None:
+        try:
+            cost = litellm.completion_cost(completion_response=response)
+        except Exception:  # litellm raises a bare Exception for models without a known price
+            return None
+        return float(cost) if cost else None
+
+    # -- ledger and cache ---------------------------------------------------------------------------------
+
+    def _record(
+        self,
+        call: _Call,
+        attempt: int,
+        outcome: str,
+        latency_ms: int,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        """One ledger row per request sent, committed on its own connection."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                INSERT_CALL,
+                {
+                    "run_id": self.run_id,
+                    "stage": call.stage,
+                    "namespace": call.namespace,
+                    "subject_id": call.subject_id,
+                    "model": call.model,
+                    "prompt_version": call.prompt_version,
+                    "input_hash": call.input_hash,
+                    "attempt": attempt,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "cost_usd": cost,
+                    "latency_ms": latency_ms,
+                    "outcome": outcome,
+                    "error": error,
+                },
+            )
+        with self._lock:
+            self.requests_sent += 1
+            self.tokens_used += prompt_tokens + completion_tokens
+            self.cost_usd += cost or 0.0
+
+    def _cached(self, call: _Call, schema: type[T]) -> T | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(SELECT_CACHE, call.__dict__).first()
+        if row is None:
+            return None
+        try:
+            return schema.model_validate(row.response)
+        except ValidationError:  # a schema change since then: the old answer is not usable
+            return None
+
+    def _store(self, call: _Call, parsed: BaseModel) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(INSERT_CACHE, {**call.__dict__, "response": parsed.model_dump_json()})
