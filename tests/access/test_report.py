@@ -1,0 +1,51 @@
+"""`strataflow report`: a static offline HTML page whose plots draw in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("headless Chromium is needed for this test: apt-get install -y chromium")
+
+
+def test_report_page_is_offline_and_its_plots_draw_in_chromium(
+    settings: Any, access_data: Any, tmp_path: Path
+) -> None:
+    from strataflow.cli import app
+
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "--out", str(out), "--namespace", access_data.namespace])
+    assert result.exit_code == 0, result.output
+    page = out.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)=["']https?://""", page), (
+        "the page must not load anything from the web"
+    )
+    assert page.count('<svg class="plot"') == 6
+
+    dom = subprocess.run(
+        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chrome'}", "--dump-dom", out.as_uri()],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    drawn = re.search(r'<body data-plots-drawn="(\d+)"', dom)
+    assert drawn is not None, dom[:500]
+    assert int(drawn.group(1)) >= 5, "the script marks each plot laid out with data points"
+    points = re.findall(r'<circle class="point"[^>]*data-series="([^"]*)"', dom)
+    assert access_data.namespace in points, "messages per day by namespace has the loaded namespace"
+    assert "Memory items by kind (memories)" in dom and "Pipeline health (pipeline_health)" in dom
