@@ -22,7 +22,9 @@ class ExtractedItem(BaseModel):
 
     kind: MemoryKind
     key: str = Field(description="snake_case; profile keys come from the documented vocabulary")
-    value: Any = Field(description="JSON value: number, string (ranges stay strings like '30+'), list or object")
+    value: Any = Field(
+        description="JSON value: number, string (ranges stay strings like '30+'), list or object"
+    )
     statement: str = Field(min_length=1, description="the user's own words, or a close paraphrase")
     category: str | None = None
     importance: int | None = Field(None, ge=0, le=100)

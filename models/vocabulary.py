@@ -9,10 +9,25 @@ from __future__ import annotations
 PROFILE_SECTIONS: dict[str, tuple[str, ...]] = {
     "basic": ("name", "age", "gender", "location", "hometown", "nationality", "phone", "email", "languages"),
     "career": (
-        "education", "university", "major", "job_title", "company", "industry", "years_of_experience",
-        "annual_income", "skills", "tools",
+        "education",
+        "university",
+        "major",
+        "job_title",
+        "company",
+        "industry",
+        "years_of_experience",
+        "annual_income",
+        "skills",
+        "tools",
     ),
-    "immigration": ("target_programs", "timeline", "budget", "target_city", "current_visa", "language_scores"),
+    "immigration": (
+        "target_programs",
+        "timeline",
+        "budget",
+        "target_city",
+        "current_visa",
+        "language_scores",
+    ),
     "family": ("marital_status", "children", "spouse", "family_members"),
 }
 

@@ -1,0 +1,290 @@
+"""Team rules, continued: feedback with its sentiment, and people with their roles (see rules_team)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from strataflow.offline.rules_en import TITLE_NOUN
+from strataflow.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
+from strataflow.offline.text import CJK, Finding, cut, is_chinese, slug
+
+Rule = Callable[[str], Iterator[Finding]]
+
+FEEDBACK_EN = {
+    "great": "positive",
+    "good": "positive",
+    "awesome": "positive",
+    "excellent": "positive",
+    "helpful": "positive",
+    "useful": "positive",
+    "fast": "positive",
+    "clean": "positive",
+    "intuitive": "positive",
+    "nice": "positive",
+    "perfect": "positive",
+    "amazing": "positive",
+    "clear": "positive",
+    "easy to use": "positive",
+    "slow": "negative",
+    "confusing": "negative",
+    "buggy": "negative",
+    "broken": "negative",
+    "bad": "negative",
+    "terrible": "negative",
+    "awful": "negative",
+    "clunky": "negative",
+    "hard to use": "negative",
+    "unusable": "negative",
+    "laggy": "negative",
+    "unclear": "negative",
+    "useless": "negative",
+    "too long": "negative",
+    "too complicated": "negative",
+    "annoying": "negative",
+    "outdated": "negative",
+    "out of date": "negative",
+    "incomplete": "negative",
+    "inaccurate": "negative",
+    "wrong": "negative",
+    "expensive": "negative",
+    "overpriced": "negative",
+    "frustrating": "negative",
+    "disappointing": "negative",
+    "unstable": "negative",
+    "solid": "positive",
+    "smooth": "positive",
+    "reliable": "positive",
+    "stable": "positive",
+    "impressive": "positive",
+    "detailed": "positive",
+    "flaky": "negative",
+    "unreliable": "negative",
+}
+FEEDBACK_ZH = {
+    "好用": "positive",
+    "方便": "positive",
+    "清楚": "positive",
+    "清晰": "positive",
+    "简单": "positive",
+    "棒": "positive",
+    "专业": "positive",
+    "有用": "positive",
+    "实用": "positive",
+    "靠谱": "positive",
+    "满意": "positive",
+    "快": "positive",
+    "不错": "positive",
+    "难用": "negative",
+    "不方便": "negative",
+    "慢": "negative",
+    "卡": "negative",
+    "乱": "negative",
+    "复杂": "negative",
+    "差": "negative",
+    "烂": "negative",
+    "贵": "negative",
+    "没用": "negative",
+    "不靠谱": "negative",
+    "不满意": "negative",
+    "不好用": "negative",
+    "麻烦": "negative",
+    "看不懂": "negative",
+    "不清楚": "negative",
+}
+# Adjectives that judge an answer or a piece of work: only these make "it/this/that is ..." feedback.
+ABOUT_ANSWERS = frozenset(
+    "helpful useful clear unclear confusing wrong perfect inaccurate incomplete outdated".split()
+)
+NOT_TOPICS_ZH = frozenset("我 你 他 她 我们 今天 天气 身体 心情 家里 工作 生活 时间 最近".split())
+
+
+def feedback(sentence: str) -> Iterator[Finding]:
+    if is_chinese(sentence):
+        adjectives = "|".join(sorted(FEEDBACK_ZH, key=len, reverse=True))
+        pattern = (
+            rf"(?P<t>[{CJK}A-Za-z0-9]{{1,12}}?)(?P<neg>不|没|不太|不是很|不怎么|没那么)?"
+            rf"(?:我觉得|我感觉|觉得|感觉)?(?:真的|实在|太|很|非常|挺|特别|有点|有些|比较|超|好|都|也)*(?P<a>{adjectives})"
+            r"(?=了|啊|呀|的|吧|！|!|。|，|,|\s*$)"  # an opinion ends there; 不方便接电话 is not feedback
+        )
+        for match in re.finditer(pattern, sentence):
+            topic = (
+                TOPIC_TRIM_ZH.sub("", re.sub(r"(我觉得|我感觉|觉得|感觉)$", "", match.group("t")))
+                or "general"
+            )
+            sentiment = FEEDBACK_ZH[match.group("a")]
+            if match.group("neg"):
+                sentiment = "negative" if sentiment == "positive" else "positive"
+            topic = re.sub(r"^(这个|那个|这|那|它)$", "general", topic)
+            if topic in NOT_TOPICS_ZH:
+                continue
+            yield Finding(
+                "feedback",
+                f"feedback_{slug(topic, 2) if topic != 'general' else 'general'}",
+                {"sentiment": sentiment, "about": topic},
+                match.span(),
+                guards=frozenset({"question", "others"}),
+            )
+            return
+        for match in re.finditer(
+            rf"(?P<t>[{CJK}A-Za-z0-9]{{2,12}}?)(?:有|出了|出现了)(?:个|很多|一些|好多)?(?:bug|问题|毛病|故障)",
+            sentence,
+            IGNORE,
+        ):
+            topic = TOPIC_TRIM_ZH.sub("", match.group("t"))
+            if topic and topic not in NOT_TOPICS_ZH:
+                yield Finding(
+                    "feedback",
+                    f"feedback_{slug(topic, 2)}",
+                    {"sentiment": "negative", "about": topic},
+                    match.span(),
+                    guards=frozenset({"question", "others"}),
+                )
+                return
+        return
+    adjectives = "|".join(sorted((re.escape(a) for a in FEEDBACK_EN), key=len, reverse=True))
+    pattern = (
+        rf"\b(?P<t>(?:the|this|that|your|our)\s+{WORDS}|it|this|that)\s+(?:is|was|are|were|looks|"
+        rf"feels|seems|works|worked|has been|'s)\s+(?:really\s+|very\s+|so\s+|pretty\s+|too\s+|super\s+|"
+        rf"quite\s+|"
+        rf"a bit\s+|kind of\s+|way too\s+|incredibly\s+)*(?P<a>{adjectives})\b"
+    )
+    for match in re.finditer(pattern, sentence, IGNORE):
+        about = re.sub(r"^(?:the|this|that|your|our)\s+", "", match.group("t"), flags=IGNORE)
+        topic = "general" if about.lower() in ("it", "this", "that") else slug(about, 3)
+        if topic == "general" and match.group("a").lower() not in ABOUT_ANSWERS:
+            continue  # "that looks great" in small talk is no feedback; "that was helpful" is
+        yield Finding(
+            "feedback",
+            f"feedback_{topic}",
+            {"sentiment": FEEDBACK_EN[match.group("a").lower()], "about": about},
+            match.span(),
+            guards=frozenset({"question", "others"}),
+        )
+        return
+    for match in re.finditer(
+        r"\bI\s+(?:really\s+)?(?P<v>love|like|hate|dislike|don't like|can't stand)\s+(?:the|this|"
+        r"your|how)\s+(?P<t>[A-Za-z][\w -]{1,30}?)(?=[,.;!?]|$)",
+        sentence,
+        IGNORE,
+    ):
+        sentiment = "positive" if match.group("v").lower() in ("love", "like") else "negative"
+        yield Finding(
+            "feedback",
+            f"feedback_{slug(match.group('t'), 3)}",
+            {"sentiment": sentiment, "about": match.group("t")},
+            match.span(),
+            guards=frozenset({"question", "others"}),
+        )
+        return
+
+
+ROLE_ZH = (
+    r"(?:产品经理|项目经理|技术负责人|负责人|组长|经理|总监|主管|设计师|工程师|架构师|分析师|开发|前端|后端|测试|运维|"
+    r"老板|CEO|CTO|PM|owner|leader|顾问|老师|律师|会计)"
+)
+NAME_EN = r"(?P<n>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
+NOT_ROLE = r"(?!(?:is|was|are|and|said|in|at|from|to|with|of|for|on|by)\b)"
+ROLE_EN = rf"(?P<role>(?:{NOT_ROLE}[A-Za-z]+\s+){{0,3}}?{NOT_ROLE}(?:[A-Za-z]+))"
+NOT_ROLE_WORDS = frozenset(
+    "name title job email phone number address role position salary age favorite goal plan "
+    "question own team new best first parents kids children family".split()
+)
+ROLE_HEAD = re.compile(
+    rf"(?:\b(?:{TITLE_NOUN})s?|\b(?:lead|head|owner|boss|mentor|teammate|colleague|contact|advisor|sponsor|"
+    rf"stakeholder|reviewer|champion|liaison|pm|po|em|tl))$",
+    re.IGNORECASE,
+)
+NOT_PEOPLE = frozenset(
+    "I The This That It We He She They Our My Your There Here What Who Which Today Yesterday "
+    "Tomorrow Everyone Nobody Someone Also And But So".split()
+)
+
+
+def _zh_person(token: str) -> bool:
+    import jieba.posseg as posseg
+
+    if re.fullmatch(r"[小老][\u4e00-\u9fff]", token) or re.fullmatch(r"[A-Z][a-z]+", token):
+        return True
+    return any(flag.startswith("nr") for _, flag in posseg.lcut(token))
+
+
+def people(sentence: str) -> Iterator[Finding]:
+    guards = frozenset({"question", "negation"})
+    found: list[tuple[str, str, tuple[int, int]]] = []
+    if is_chinese(sentence):
+        for match in re.finditer(
+            rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)(?:是|担任|作为)(?:我们|我的|咱们)?的?"
+            rf"(?:团队|项目|组|部门|公司)??的?(?P<role>{ROLE_ZH})",
+            sentence,
+        ):
+            tokens = cut(match.group("n"))
+            name = tokens[-1] if tokens else match.group("n")
+            if len(name) >= 2 and _zh_person(name):
+                found.append((name, match.group("role"), match.span()))
+        for match in re.finditer(
+            rf"(?:我们|我的|咱们)的?(?:团队|项目|组|部门)??的?(?P<role>(?:(?!的)[{CJK}A-Za-z]){{0,4}}?{ROLE_ZH})是"
+            rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)",
+            sentence,
+        ):
+            tokens = cut(match.group("n"))
+            name = tokens[0] if tokens else match.group("n")
+            if len(name) >= 2 and _zh_person(name):
+                found.append((name, match.group("role"), match.span()))
+        by_pattern = (
+            rf"(?P<w0>[{CJK}A-Za-z]{{2,6}}?)(?:这边|那边|方面|部分|这块)?由(?P<n>[{CJK}]{{2,3}}|"
+            rf"[A-Z][a-z]+)负责"
+        )
+        for match in re.finditer(by_pattern, sentence):
+            if _zh_person(match.group("n")):  # 产品这边由陈静负责
+                found.append(
+                    (match.group("n"), "负责" + TOPIC_TRIM_ZH.sub("", match.group("w0")), match.span())
+                )
+        for match in re.finditer(
+            rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)负责(?P<w>[{CJK}A-Za-z]{{2,10}})", sentence
+        ):
+            tokens = cut(match.group("n"))
+            name = tokens[-1] if tokens else match.group("n")
+            if len(name) >= 2 and _zh_person(name):
+                found.append((name, "负责" + match.group("w"), match.span()))
+    else:
+        stop = r"(?=[,.;!?]|$|\s+(?:and|who|for|on|at|said|says|will|is|has|from)\b)"
+        patterns = (
+            (
+                rf"\b{NAME_EN}(?:\s+is\s+(?i:our|my|the)|\s+will be\s+(?i:our|my|the)|,\s+(?i:our|my))\s+"
+                rf"{ROLE_EN}{stop}",
+                False,
+            ),
+            (
+                rf"\b(?i:our|my)\s+(?:new\s+)?{ROLE_EN},?\s+{NAME_EN}(?=\s*[,.;!?]|\s+(?:said|says|will|is|has|thinks|wants|"
+                rf"asked|suggested|and)\b|$)",
+                False,
+            ),
+            (rf"\b(?i:our|my)\s+(?:new\s+)?{ROLE_EN}\s+is\s+{NAME_EN}\b", False),
+        )
+        lead = (
+            rf"\b{NAME_EN}\s+(?P<v>leads|runs|manages|heads|owns|handles|is in charge of|is responsible "
+            rf"for)\s+"
+        )
+        for match in re.finditer(
+            lead + r"(?:our\s+|the\s+)?(?P<w>[A-Za-z][\w -]{1,30}?)(?=[,.;!?]|$|\s+(?:and|but)\b)", sentence
+        ):
+            if match.group("n").split()[0] not in NOT_PEOPLE:  # Priya leads our data team
+                found.append((match.group("n"), f"{match.group('v')} {match.group('w')}", match.span()))
+        for pattern, _ in patterns:
+            for match in re.finditer(pattern, sentence):
+                name, role = match.group("n"), match.group("role").strip()
+                if not ROLE_HEAD.search(role):  # "our friendship too, Caroline" names no role
+                    continue
+                if name.split()[0] in NOT_PEOPLE or NOT_ROLE_WORDS & set(role.lower().split()):
+                    continue
+                found.append((name, role, match.span()))
+    seen: set[str] = set()
+    for name, role, span in found:
+        if name in seen:
+            continue
+        seen.add(name)
+        yield Finding("fact", f"person_{slug(name, 3)}", {"name": name, "role": role}, span, guards=guards)
+
+
+RULES: tuple[Rule, ...] = (feedback, people)
