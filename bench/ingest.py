@@ -1,0 +1,233 @@
+"""Ingest throughput vs a raw COPY of the same rows: `python -m bench.ingest [--rows N]`.
+
+Generates N English chat messages as a JSONL file (streamed to disk), then in the same run:
+- baseline: stream that file, json-parse each line and COPY its columns (plus message_id, content_hash and
+  expires_at, which the table requires) into bench_copy_messages, a table partitioned and indexed exactly
+  like conversation_messages; no validation, dedup, intent, language or full-text vector;
+- ingest: tasks.ingest.ingest_logs on the same file into namespace bench_ingest (validation, enrichment,
+  staging COPY, message_keys dedup, upsert into conversation_messages, full-text vector; no embedding).
+Then the ingest path alone on a smaller half-Chinese file (jieba segmentation) for zh_rows_per_s.
+Prints one JSON line last; progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import resource
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import orjson
+from sqlalchemy import Engine, text
+
+from strataflow import migrations
+from strataflow.config import Settings, load_settings
+from strataflow.database import dispose_engines, engine_for
+from strataflow.textsearch import chinese_tokens
+
+COPY_TABLE = "bench_copy_messages"
+NAMESPACES = ("bench_ingest", "bench_ingest_zh")
+BASELINE = (
+    "stream the same JSONL, json-parse each line, COPY its columns (+ message_id, content_hash, "
+    "expires_at and a full-text vector of the same words, unstemmed, built in Python) in the same chunk "
+    "size into a table with the columns, weekly partitions and indexes of conversation_messages; no "
+    "validation, dedup, intent, language detection, stemming or key table"
+)
+WORD = re.compile(r"[a-z0-9]+")
+PEOPLE = ["Alice", "Bob", "Carol", "Dan", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy"]
+THINGS = ["the deploy", "the API", "the dashboard", "the migration", "the release", "the login page", "CI"]
+ENGLISH = [
+    "Hi {p}, can you review {t} before Friday?",
+    "We decided to postpone {t} because the load tests failed twice.",
+    "Status: {t} is about {n}% done, {p} is on it.",
+    "I prefer smaller pull requests for {t}, they are easier to review.",
+    "Thanks {p}, {t} looks good to me.",
+    "How long will {t} take if we add two more engineers?",
+    "{p} said {t} was blocked on the database upgrade last week.",
+    "Let's go with Postgres for {t}; it keeps the stack simple.",
+]
+CHINESE = [
+    "我今年{n}岁，在杭州做前端开发，想了解一下高才通。",
+    "{p}说{t}的进度已经完成了{n}%，下周上线。",
+    "请帮我看看优才计划需要准备哪些材料？",
+    "我们决定先做{t}，因为客户很着急。",
+    "我本科是浙大的，读的计算机，工作{n}年了。",
+]
+
+
+def write_messages(path: Path, rows: int, chinese_share: float, seed: int) -> None:
+    rng = random.Random(seed)
+    start = datetime.now(UTC) - timedelta(days=40)
+    with path.open("wb") as out:
+        for i in range(rows):
+            templates = CHINESE if rng.random() < chinese_share else ENGLISH
+            content = rng.choice(templates).format(
+                p=rng.choice(PEOPLE), t=rng.choice(THINGS), n=rng.randint(2, 95)
+            )
+            record = {
+                "conversation_id": f"c{i // 20}",
+                "subject_id": f"u{i % 500}",
+                "source_message_id": f"m{i}",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": content,
+                "created_at": (start + timedelta(seconds=i * 3)).isoformat(),
+                "metadata": {"channel": "bench"},
+            }
+            out.write(orjson.dumps(record) + b"\n")
+
+
+def clean(engine: Engine) -> None:
+    """Remove the bench's own rows and table (so later stages never embed or extract bench data)."""
+    with engine.begin() as conn:
+        for namespace in NAMESPACES:
+            conn.execute(text("delete from conversation_messages where namespace = :ns"), {"ns": namespace})
+            conn.execute(text("delete from message_keys where namespace = :ns"), {"ns": namespace})
+        conn.execute(text(f"drop table if exists {COPY_TABLE}"))
+
+
+def prepare(engine: Engine, first: datetime, last: datetime) -> None:
+    """Empty bench namespaces and a fresh copy table with L1's columns, partitions and indexes (untimed)."""
+    clean(engine)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                f"create table {COPY_TABLE} (like conversation_messages including all) "
+                "partition by range (event_at)"
+            )
+        )
+        conn.execute(text("select ensure_message_partitions(:lo, :hi)"), {"lo": first, "hi": last})
+        week = first - timedelta(days=first.weekday() + 7)
+        week = week.replace(hour=0, minute=0, second=0, microsecond=0)
+        while week <= last:
+            suffix = week.strftime("%G_%V")
+            conn.execute(
+                text(
+                    f"create table {COPY_TABLE}_w{suffix} partition of {COPY_TABLE} "
+                    f"for values from ('{week.isoformat()}') to ('{(week + timedelta(days=7)).isoformat()}')"
+                )
+            )
+            week += timedelta(days=7)
+
+
+def settle(engine: Engine) -> None:
+    """Vacuum + checkpoint between phases, so one phase's background work does not land in the next."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text(f"vacuum analyze {COPY_TABLE}"))
+        conn.execute(text("checkpoint"))
+
+
+def time_copy(engine: Engine, settings: Settings, path: Path) -> float:
+    """The baseline (see BASELINE); returns seconds."""
+    columns = (
+        "message_id, namespace, subject_id, conversation_id, source, source_message_id, role, content, "
+        "content_hash, event_at, expires_at, metadata, fts"
+    )
+    retention = timedelta(days=settings.retention_days)
+    chunk_rows = settings.ingest_chunk_rows
+    started = time.perf_counter()
+    with engine.connect() as conn, path.open("rb") as handle:
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        number = 0
+        done = False
+        while not done:
+            with conn.begin(), cursor.copy(f"copy {COPY_TABLE} ({columns}) from stdin") as copy:
+                for _ in range(chunk_rows):
+                    line = handle.readline()
+                    if not line:
+                        done = True
+                        break
+                    number += 1
+                    r = orjson.loads(line)
+                    event_at = datetime.fromisoformat(r["created_at"])
+                    copy.write_row(
+                        (
+                            number,
+                            "bench_copy",
+                            r["subject_id"],
+                            r["conversation_id"],
+                            path.name,
+                            r["source_message_id"],
+                            r["role"],
+                            r["content"],
+                            hashlib.sha256(r["content"].encode()).hexdigest(),
+                            event_at,
+                            event_at + retention,
+                            orjson.dumps(r["metadata"]).decode(),
+                            " ".join(dict.fromkeys(WORD.findall(r["content"].lower()))),
+                        )
+                    )
+    return time.perf_counter() - started
+
+
+def time_ingest(settings: Settings, path: Path, namespace: str) -> tuple[float, int]:
+    from tasks.ingest import ingest_logs
+
+    started = time.perf_counter()
+    result = ingest_logs(settings, [path], namespace=namespace, progress=False)
+    elapsed = time.perf_counter() - started
+    if result.inserted != result.read:
+        raise SystemExit(f"bench: ingest inserted {result.inserted} of {result.read} rows: {result}")
+    return elapsed, result.inserted
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="English messages to ingest (default 1M)."
+    )
+    parser.add_argument(
+        "--zh-rows", type=int, default=None, help="Half-Chinese messages (default rows/20, at most 10k)."
+    )
+    parser.add_argument("--chunk-rows", type=int, default=None, help="Rows per chunk (default: the setting).")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    zh_rows = args.zh_rows or max(1000, min(args.rows // 20, 10_000))
+
+    settings = load_settings(**({"ingest_chunk_rows": args.chunk_rows} if args.chunk_rows else {}))
+    engine = engine_for(settings)
+    migrations.upgrade(engine)
+    dispose_engines()
+    engine = engine_for(settings)
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        english, mixed = Path(tmp) / "bench_en.jsonl", Path(tmp) / "bench_zh.jsonl"
+        print(f"generating {args.rows:,} + {zh_rows:,} messages", file=sys.stderr)
+        write_messages(english, args.rows, 0.0, args.seed)
+        write_messages(mixed, zh_rows, 0.5, args.seed + 1)
+        first = datetime.now(UTC) - timedelta(days=41)
+        last = first + timedelta(days=1, seconds=3 * max(args.rows, zh_rows))
+        prepare(engine, first, last)
+        settle(engine)
+        print("timing raw COPY", file=sys.stderr)
+        copy_s = time_copy(engine, settings, english)
+        print(f"raw COPY {copy_s:.1f}s; timing ingest", file=sys.stderr)
+        settle(engine)
+        ingest_s, inserted = time_ingest(settings, english, NAMESPACES[0])
+        print(f"ingest {ingest_s:.1f}s; timing half-Chinese ingest", file=sys.stderr)
+        chinese_tokens("预热")  # load jieba's dictionary outside the timing (once per process)
+        zh_s, zh_inserted = time_ingest(settings, mixed, NAMESPACES[1])
+    print("cleaning up", file=sys.stderr)
+    clean(engine)
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures = {
+        "rows": args.rows,
+        "ingest_rows_per_s": round(inserted / ingest_s, 1),
+        "copy_rows_per_s": round(args.rows / copy_s, 1),
+        "ratio": round(copy_s / ingest_s, 3),
+        "peak_rss_mb": round(peak_rss_mb, 1),
+        "zh_rows": zh_inserted,
+        "zh_rows_per_s": round(zh_inserted / zh_s, 1),
+        "chunk_rows": settings.ingest_chunk_rows,
+        "baseline": BASELINE,
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The canonical input message: one pydantic model decides what a valid L1 message is.
+
+JSONL keys (and what a column mapping maps CSV/Parquet/SQL columns to): conversation_id, subject_id,
+source_message_id, role, content, created_at, and optionally namespace, source, agent_id, lang, metadata.
+
+Validation needs two run settings, passed as the pydantic validation context (see `validation_context`):
+`tz` (naive created_at values are read in it) and `max_content_chars`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from models.common import Role
+
+# pydantic error type -> the short machine-readable quarantine reason.
+REASONS = {
+    "missing": "missing_field",
+    "enum": "unknown_role",
+    "datetime_parsing": "bad_timestamp",
+    "datetime_from_date_parsing": "bad_timestamp",
+    "datetime_type": "bad_timestamp",
+    "datetime_object_invalid": "bad_timestamp",
+    "empty_content": "empty_content",
+    "content_too_long": "content_too_long",
+    "string_too_short": "empty_value",
+    "string_too_long": "value_too_long",
+    "nul_character": "nul_character",
+    "string_pattern_mismatch": "nul_character",
+    "timestamp_out_of_range": "bad_timestamp",
+}
+ID_MAX_CHARS = 512
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL characters
+MIN_YEAR, MAX_YEAR = 1970, 2200  # event times outside are data errors (and would create absurd partitions)
+
+
+class MessageRecord(BaseModel):
+    """One conversation message as it arrives, before enrichment.
+
+    Empty strings in optional fields count as absent (the ingest treats "" like None); checks run in
+    pydantic-core where possible, because this model validates every ingested record.
+    """
+
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True, frozen=True)
+
+    conversation_id: str = Field(min_length=1, max_length=ID_MAX_CHARS, pattern=NO_NUL)
+    subject_id: str = Field(min_length=1, max_length=ID_MAX_CHARS, pattern=NO_NUL)
+    source_message_id: str = Field(min_length=1, max_length=ID_MAX_CHARS, pattern=NO_NUL)
+    role: Role
+    content: StrictStr  # ids may be numbers (coerced to text); content must be text
+    created_at: datetime
+    namespace: str | None = Field(None, max_length=ID_MAX_CHARS, pattern=NO_NUL)
+    source: str | None = Field(None, max_length=ID_MAX_CHARS, pattern=NO_NUL)
+    agent_id: str | None = Field(None, max_length=ID_MAX_CHARS, pattern=NO_NUL)
+    lang: str | None = Field(None, max_length=16, pattern=NO_NUL)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_size(cls, value: str, info: ValidationInfo) -> str:
+        if not value or value.isspace():
+            raise PydanticCustomError("empty_content", "content is empty")
+        if "\x00" in value:
+            raise PydanticCustomError(
+                "nul_character", "contains a NUL character, which PostgreSQL text cannot store"
+            )
+        limit = (info.context or {}).get("max_content_chars")
+        if limit is not None and len(value) > limit:
+            raise PydanticCustomError(
+                "content_too_long",
+                "content has {length} characters, over the limit of {limit} (STRATAFLOW_MAX_CONTENT_CHARS)",
+                {"length": len(value), "limit": limit},
+            )
+        return value
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime, info: ValidationInfo) -> datetime:
+        if not MIN_YEAR <= value.year <= MAX_YEAR:
+            raise PydanticCustomError(
+                "timestamp_out_of_range",
+                "year {year} is outside {low}-{high}",
+                {"year": value.year, "low": MIN_YEAR, "high": MAX_YEAR},
+            )
+        if value.tzinfo is None:
+            tz = (info.context or {}).get("tz") or ZoneInfo("UTC")
+            return value.replace(tzinfo=tz)
+        return value
+
+
+def validation_context(tz: ZoneInfo, max_content_chars: int) -> dict[str, Any]:
+    """The context MessageRecord.model_validate needs: the run's time zone and content size limit."""
+    return {"tz": tz, "max_content_chars": max_content_chars}
+
+
+class RecordProblem(BaseModel):
+    """Why a record is not a valid message: the field it names, a short reason and a readable sentence."""
+
+    field: str | None
+    reason: str
+    error: str
+
+
+def describe_errors(exc: ValidationError) -> RecordProblem:
+    """The first error as a RecordProblem; the sentence lists every field that failed."""
+    parts = []
+    first_field, first_reason = None, "invalid_record"
+    for index, error in enumerate(exc.errors(include_url=False)):
+        field = ".".join(str(part) for part in error["loc"]) or None
+        reason = REASONS.get(error["type"], "wrong_type" if error["type"].endswith("_type") else "bad_value")
+        if error["type"] == "enum" and field != "role":
+            reason = "bad_value"
+        if index == 0:
+            first_field, first_reason = field, reason
+        if error["type"] == "string_pattern_mismatch":
+            parts.append(f"field '{field}' contains a NUL character, which PostgreSQL text cannot store")
+        elif error["type"] == "missing":
+            parts.append(f"field '{field}' is missing")
+        else:
+            shown = repr(error.get("input"))
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            parts.append(f"field '{field}': {error['msg']} (got {shown})")
+    return RecordProblem(field=first_field, reason=first_reason, error="; ".join(parts))

@@ -1,0 +1,267 @@
+"""Staging writer: prepared chunks into L1 with COPY and set-based SQL (the caller streams the chunks).
+
+Per chunk, in one transaction: COPY into a temp staging table (each staged row draws a fresh message_id from
+message_keys' own sequence), create missing weekly partitions, insert new keys into message_keys, insert
+their rows into conversation_messages (with the full-text vector); when some keys already existed, rewrite
+those whose content_hash changed (same message_id; new content, fts and ingest_seq; embedding cleared;
+possibly another partition) and skip the rest. A key whose L1 row expired (message_keys.expired_at) is never
+brought back. Bad records of the chunk go to quarantine in the same transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+from pydantic import BaseModel
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import OperationalError
+
+from strataflow.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
+from strataflow.readers import ReadItem
+
+logger = logging.getLogger(__name__)
+
+WRITERS = 2  # database connections writing chunks at once
+
+CREATE_STAGE = text(
+    """
+    create temp table if not exists ingest_stage (
+        message_id bigint default nextval('message_keys_message_id_seq'),
+        namespace text, source text, source_message_id text, subject_id text, agent_id text,
+        conversation_id text, role text, content text, content_hash text, lang text, intent text,
+        event_at timestamptz, metadata jsonb, fts_en text, fts_zh text
+    ) on commit delete rows;
+    create temp table if not exists ingest_changed (
+        message_id bigint, old_event_at timestamptz, ingested_at timestamptz,
+        namespace text, source text, source_message_id text
+    ) on commit delete rows
+    """
+)
+COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
+# One call per distinct UTC week in the chunk (not the whole min..max range, which may be years apart).
+ENSURE_PARTITIONS = text(
+    """
+    select ensure_message_partitions(week, week)
+    from (select distinct date_trunc('week', event_at at time zone 'UTC') at time zone 'UTC' as week
+          from ingest_stage
+          order by week) as weeks  -- created in week order: one lock order for every writer
+    """
+)
+MESSAGE_COLUMNS = (
+    "namespace, subject_id, agent_id, conversation_id, source, source_message_id, role, content, "
+    "content_hash, lang, intent, event_at, expires_at, metadata"
+)
+SELECT_MESSAGE_COLUMNS = ", ".join(
+    "s.event_at + make_interval(days => :retention_days)"
+    if name.strip() == "expires_at"
+    else f"s.{name.strip()}"
+    for name in MESSAGE_COLUMNS.split(",")
+)
+# textsearch.TSVECTOR_SQL; the 'simple' half is skipped when there is no Chinese (it would be empty).
+FTS = (
+    "case when s.fts_zh = '' then to_tsvector('english', s.fts_en) "
+    "else to_tsvector('english', s.fts_en) || to_tsvector('simple', s.fts_zh) end"
+)
+# Staged rows carry a fresh message_id from message_keys' own sequence, so new keys need no text-key join.
+INSERT_KEYS = text(
+    """
+    insert into message_keys (message_id, namespace, source, source_message_id, subject_id, conversation_id,
+                              event_at, content_hash)
+    overriding system value
+    select message_id, namespace, source, source_message_id, subject_id, conversation_id, event_at,
+           content_hash
+    from ingest_stage
+    on conflict (namespace, source, source_message_id) do nothing
+    """
+)
+INSERT_ALL_MESSAGES = text(
+    f"""
+    insert into conversation_messages (message_id, {MESSAGE_COLUMNS}, fts, run_id)
+    select s.message_id, {SELECT_MESSAGE_COLUMNS}, {FTS}, :run_id
+    from ingest_stage s
+    """
+)
+INSERT_NEW_MESSAGES = text(
+    f"""
+    insert into conversation_messages (message_id, {MESSAGE_COLUMNS}, fts, run_id)
+    select s.message_id, {SELECT_MESSAGE_COLUMNS}, {FTS}, :run_id
+    from ingest_stage s
+    join message_keys k on k.message_id = s.message_id
+    """
+)
+# Known keys whose content changed; keys whose L1 row expired stay expired.
+FIND_CHANGED = text(
+    """
+    insert into ingest_changed (message_id, old_event_at, namespace, source, source_message_id)
+    select k.message_id, k.event_at, s.namespace, s.source, s.source_message_id
+    from ingest_stage s
+    join message_keys k using (namespace, source, source_message_id)
+    where k.content_hash <> s.content_hash and k.expired_at is null
+    """
+)
+REMOVE_CHANGED = text(
+    """
+    with removed as (
+        delete from conversation_messages m
+        using ingest_changed c
+        where m.message_id = c.message_id and m.event_at = c.old_event_at
+        returning m.message_id, m.ingested_at
+    )
+    update ingest_changed c set ingested_at = r.ingested_at from removed r where r.message_id = c.message_id
+    """
+)
+REKEY_CHANGED = text(
+    """
+    update message_keys k
+    set content_hash = s.content_hash, event_at = s.event_at, subject_id = s.subject_id,
+        conversation_id = s.conversation_id
+    from ingest_changed c
+    join ingest_stage s using (namespace, source, source_message_id)
+    where k.message_id = c.message_id
+    """
+)
+INSERT_CHANGED = text(
+    f"""
+    insert into conversation_messages (message_id, {MESSAGE_COLUMNS}, fts, run_id, ingested_at, updated_at)
+    select c.message_id, {SELECT_MESSAGE_COLUMNS}, {FTS}, :run_id, coalesce(c.ingested_at, now()), now()
+    from ingest_changed c
+    join ingest_stage s using (namespace, source, source_message_id)
+    """
+)
+INSERT_QUARANTINE = text(
+    """
+    insert into quarantine (run_id, namespace, subject_id, source, position, field, reason, error, raw_record)
+    values (:run_id, :namespace, :subject_id, :source, :position, :field, :reason, :error, :raw_record)
+    """
+)
+
+
+class ChunkCounts(BaseModel):
+    read: int = 0
+    inserted: int = 0
+    updated: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+
+
+def write_chunk(
+    conn: Connection, chunk: PreparedChunk, read: int, run_id: uuid.UUID | None, retention_days: int
+) -> ChunkCounts:
+    """Stage and upsert one prepared chunk, quarantine its bad records (the caller owns the transaction)."""
+    counts = ChunkCounts(read=read, quarantined=len(chunk.quarantined), skipped=chunk.duplicates)
+    if chunk.quarantined:
+        conn.execute(INSERT_QUARANTINE, [{"run_id": run_id, **row} for row in chunk.quarantined])
+    if not chunk.rows:
+        return counts
+    conn.execute(CREATE_STAGE)
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    with cursor.copy(COPY_STAGE) as copy:
+        copy.write(chunk.payload)
+    conn.execute(ENSURE_PARTITIONS)
+    counts.inserted = conn.execute(INSERT_KEYS).rowcount
+    if counts.inserted == len(chunk.rows):  # the common case of a first ingest
+        conn.execute(INSERT_ALL_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
+    else:
+        if counts.inserted:
+            conn.execute(INSERT_NEW_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
+        if conn.execute(FIND_CHANGED).rowcount:
+            conn.execute(REMOVE_CHANGED)
+            conn.execute(REKEY_CHANGED)
+            counts.updated = conn.execute(
+                INSERT_CHANGED, {"run_id": run_id, "retention_days": retention_days}
+            ).rowcount
+    counts.skipped += len(chunk.rows) - counts.inserted - counts.updated
+    return counts
+
+
+def ingest_chunks(
+    engine: Engine,
+    chunks: Iterator[list[ReadItem]],
+    options: ChunkOptions,
+    run_id: uuid.UUID | None,
+    bar: Any = None,
+    writers: int = WRITERS,
+) -> ChunkCounts:
+    """Prepare and write every chunk, one transaction each.
+
+    A background thread reads and prepares chunks while `writers` connections write them (at most a few
+    chunks are in flight, so memory stays bounded). Keys are normally unique in a source; when the same key
+    sits in two chunks written at once, either may land first, and a deadlock between them is retried.
+    """
+    total = ChunkCounts()
+    with ThreadPoolExecutor(max_workers=writers, thread_name_prefix="ingest-write") as pool:
+        pending: deque[Future[ChunkCounts]] = deque()
+        for items_read, prepared in _prepared_in_background(chunks, options):
+            pending.append(pool.submit(_write_with_retry, engine, prepared, items_read, run_id, options))
+            while len(pending) >= writers:
+                _add_counts(total, pending.popleft().result(), bar)
+        while pending:
+            _add_counts(total, pending.popleft().result(), bar)
+    return total
+
+
+def _write_with_retry(
+    engine: Engine, prepared: PreparedChunk, items_read: int, run_id: uuid.UUID | None, options: ChunkOptions
+) -> ChunkCounts:
+    for attempt in range(1, 4):
+        try:
+            with engine.connect() as conn, conn.begin():
+                return write_chunk(conn, prepared, items_read, run_id, options.retention_days)
+        except OperationalError as exc:
+            if not isinstance(exc.orig, psycopg.errors.DeadlockDetected) or attempt == 3:
+                raise
+            logger.info("chunk write deadlocked with a concurrent chunk; retrying (attempt %d)", attempt + 1)
+    raise AssertionError("unreachable")
+
+
+def _add_counts(total: ChunkCounts, counts: ChunkCounts, bar: Any) -> None:
+    for name in ("read", "inserted", "updated", "skipped", "quarantined"):
+        setattr(total, name, getattr(total, name) + getattr(counts, name))
+    if bar is not None:
+        bar(counts.read)
+
+
+_DONE = object()
+
+
+def _prepared_in_background(
+    chunks: Iterator[list[ReadItem]], options: ChunkOptions
+) -> Iterator[tuple[int, PreparedChunk]]:
+    results: queue.Queue[Any] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for items in chunks:
+                if stop.is_set():
+                    return
+                results.put((len(items), prepare_chunk(items, options)))
+            results.put(_DONE)
+        except BaseException as exc:  # handed to the consuming thread, which re-raises it
+            results.put(exc)
+
+    worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = results.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                results.get(timeout=0.1)
+            except queue.Empty:
+                pass

@@ -1,0 +1,160 @@
+"""Streaming readers: every format yields canonical dicts (or a ReadError) with their position."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from strataflow.readers import (
+    ReaderError,
+    ReadError,
+    detect_format,
+    expand_paths,
+    load_mapping,
+    read_chunks,
+    read_sql_chunks,
+)
+
+UTC = ZoneInfo("UTC")
+ROW = {
+    "conversation_id": "c1",
+    "subject_id": "u1",
+    "source_message_id": "m1",
+    "role": "user",
+    "content": "hello",
+    "created_at": "2026-11-01T10:00:00",
+}
+
+
+def _items(path: Path, fmt: str, mapping: dict[str, str] | None = None, chunk_rows: int = 100) -> list:
+    return [item for chunk in read_chunks(path, fmt, chunk_rows, UTC, mapping) for item in chunk]
+
+
+def test_jsonl_reader_yields_line_numbers_and_marks_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "logs.jsonl"
+    path.write_bytes(
+        json.dumps(ROW).encode() + b"\n\n" + b'{"content": "\n' + b"[1, 2]\n" + b'{"content": "caf\xe9"}\n'
+    )
+    items = _items(path, "jsonl")
+    assert [item[0] for item in items] == [1, 3, 4, 5]
+    assert items[0][2] == ROW
+    assert [item[2].reason for item in items[1:]] == ["malformed_json", "not_an_object", "invalid_utf8"]
+    assert items[3][1] == b'{"content": "caf\xe9"}\n'  # the raw bytes travel to quarantine
+
+
+def test_chunks_are_bounded_by_chunk_rows(tmp_path: Path) -> None:
+    path = tmp_path / "logs.jsonl"
+    path.write_text("".join(json.dumps({**ROW, "source_message_id": f"m{i}"}) + "\n" for i in range(25)))
+    sizes = [len(chunk) for chunk in read_chunks(path, "jsonl", 10, UTC)]
+    assert sizes == [10, 10, 5]
+
+
+def test_csv_reader_applies_the_column_mapping_and_flags_short_rows(tmp_path: Path) -> None:
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["thread", "user", "msg_id", "speaker_role", "text", "ts", "metadata"])
+        writer.writerow(
+            ["c1", "u1", "7", "user", "multi\nline, with comma", "2026-11-01 10:00:00", '{"a": 1}']
+        )
+        writer.writerow(["c1", "u1"])
+        writer.writerow(["c1", "u1", "8", "user", "x" * 200_000, "2026-11-01", "{}"])  # over csv's field limit
+        writer.writerow(["c1", "u1", "9", "user", "still read", "2026-11-01", "{}"])
+    mapping = load_mapping(
+        ["thread=conversation_id", "user=subject_id", "msg_id=source_message_id", "speaker_role=role"]
+    )
+    mapping.update({"text": "content", "ts": "created_at"})
+    items = _items(path, "csv", mapping)
+    assert items[0][2] == {
+        "conversation_id": "c1",
+        "subject_id": "u1",
+        "source_message_id": "7",
+        "role": "user",
+        "content": "multi\nline, with comma",
+        "created_at": "2026-11-01 10:00:00",
+        "metadata": {"a": 1},
+    }
+    assert isinstance(items[1][2], ReadError) and items[1][2].reason == "malformed_row"
+    assert isinstance(items[2][2], ReadError) and items[2][2].reason == "malformed_row"
+    assert items[3][2]["content"] == "still read"  # the rows after a bad one are read
+
+
+def test_parquet_reader_streams_batches_with_row_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "logs.parquet"
+    rows = [
+        {**ROW, "source_message_id": f"m{i}", "created_at": datetime(2026, 11, 1, 10, i)} for i in range(5)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    chunks = list(read_chunks(path, "parquet", 2, UTC))
+    assert [len(chunk) for chunk in chunks] == [2, 2, 1]
+    assert chunks[2][0][0] == 5 and chunks[2][0][2]["source_message_id"] == "m4"
+
+
+def test_locomo_reader_maps_turns_sessions_and_images(locomo_path: Path) -> None:
+    items = _items(locomo_path, "locomo", chunk_rows=10_000)
+    first = items[0][2]
+    sample = json.loads(locomo_path.read_text())[0]
+    assert first["source_message_id"] == "D1:1" and first["source"] == f"locomo:{sample['sample_id']}"
+    assert first["subject_id"] == sample["sample_id"] and first["role"] == "user"
+    assert first["created_at"] == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # "1:56 pm on 8 May, 2023"
+    assert first["metadata"]["speaker"] == "Caroline"
+    with_image = next(item[2] for item in items if "blip_caption" in item[2]["metadata"])
+    assert with_image["metadata"]["img_url"] and with_image["metadata"]["blip_caption"].startswith("a photo")
+    turns = sum(
+        len(v)
+        for s in json.loads(locomo_path.read_text())
+        for k, v in s["conversation"].items()
+        if k[-1].isdigit()
+    )
+    assert len(items) == turns
+
+
+def test_sql_reader_reads_rows_after_the_watermark(tmp_path: Path) -> None:
+    database = tmp_path / "source.db"
+    with sqlite3.connect(database) as db:
+        db.execute("create table chat (thread text, body text, changed text)")
+        db.executemany(
+            "insert into chat values (?, ?, ?)", [("c1", "old", "2026-01-01"), ("c1", "new", "2026-02-01")]
+        )
+    mapping = {"body": "content", "changed": "updated_at"}
+    url, query = f"sqlite:///{database}", "select * from chat"
+    everything = [item for chunk in read_sql_chunks(url, query, 100, mapping) for item in chunk]
+    assert [item[2]["content"] for item in everything] == ["old", "new"]
+    newer = [
+        item for chunk in read_sql_chunks(url, query, 100, mapping, since="2026-01-15") for item in chunk
+    ]
+    assert [item[2]["content"] for item in newer] == ["new"]
+
+
+def test_paths_expand_directories_and_globs_and_formats_are_detected(
+    tmp_path: Path, locomo_path: Path
+) -> None:
+    for name in ("a.jsonl", "b.csv", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.jsonl").write_text("x")
+    assert [p.name for p in expand_paths([str(tmp_path)])] == [
+        "a.jsonl",
+        "b.csv",
+    ]  # top level, log extensions
+    assert [p.name for p in expand_paths([str(tmp_path / "*.csv")])] == ["b.csv"]
+    assert detect_format(tmp_path / "b.csv") == "csv" and detect_format(locomo_path) == "locomo"
+    with pytest.raises(ReaderError, match="no such file"):
+        expand_paths([str(tmp_path / "missing.jsonl")])
+
+
+def test_mapping_file_in_yaml_or_toml(tmp_path: Path) -> None:
+    (tmp_path / "map.yaml").write_text("columns:\n  text: content\n  ts: created_at\n")
+    (tmp_path / "map.toml").write_text('text = "content"\n')
+    assert load_mapping(None, tmp_path / "map.yaml") == {"text": "content", "ts": "created_at"}
+    assert load_mapping(["ts=created_at"], tmp_path / "map.toml") == {"text": "content", "ts": "created_at"}
+    with pytest.raises(ReaderError, match="src=dst|source_column=canonical_field"):
+        load_mapping(["nonsense"])
