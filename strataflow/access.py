@@ -1,7 +1,8 @@
-"""Namespace access for agents, analysts and BI tools: login roles in the strataflow groups, grants, role URLs.
+"""Namespace access for agents, analysts and BI tools: login roles in the strataflow groups, grants, URLs.
 
 The database enforces it (sql/090_create_roles_and_policies.sql): row-level security on every table with a
-namespace column, read through security_invoker views. This module only manages roles and grants.
+namespace column, read through security_invoker views. This module manages roles and grants, and `as_role`
+switches a transaction to a role (for code that serves several namespaces from one connection pool).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ GROUPS = {"agent": "strataflow_agent", "analyst": "strataflow_analyst", "pipelin
 SELECT_ROLES = text(
     """
     select r.rolname as role_name, g.rolname as group_name,
-           coalesce(array_agg(ng.namespace order by ng.namespace) filter (where ng.namespace is not null), '{}')
-               as namespaces
+           coalesce(array_agg(ng.namespace order by ng.namespace) filter (where ng.namespace is not null),
+                    '{}') as namespaces
     from pg_roles as r
     join pg_auth_members as m on m.member = r.oid
     join pg_roles as g on g.oid = m.roleid and g.rolname in ('strataflow_agent', 'strataflow_analyst',
@@ -74,7 +75,9 @@ def create_role(conn: Connection, name: str, kind: str, with_password: bool) -> 
 def _require_login_role(conn: Connection, name: str) -> None:
     _check_name(name)
     if not _role_exists(conn, name):
-        raise AccessError(f"no role {name!r}: create it with `strataflow access create-role {name} --kind agent`")
+        raise AccessError(
+            f"no role {name!r}: create it with `strataflow access create-role {name} --kind agent`"
+        )
 
 
 def grant(conn: Connection, name: str, namespace: str) -> bool:
@@ -91,14 +94,32 @@ def revoke(conn: Connection, name: str, namespace: str) -> bool:
     """Take namespace away from role; effective from the role's next transaction."""
     _require_login_role(conn, name)
     result = conn.execute(
-        text("delete from namespace_grants where role_name = :r and namespace = :ns"), {"r": name, "ns": namespace}
+        text("delete from namespace_grants where role_name = :r and namespace = :ns"),
+        {"r": name, "ns": namespace},
     )
     return result.rowcount == 1
 
 
 def list_roles(conn: Connection) -> list[RoleInfo]:
     kinds = {group: kind for kind, group in GROUPS.items()}
-    return [RoleInfo(row.role_name, kinds[row.group_name], list(row.namespaces)) for row in conn.execute(SELECT_ROLES)]
+    return [
+        RoleInfo(row.role_name, kinds[row.group_name], list(row.namespaces))
+        for row in conn.execute(SELECT_ROLES)
+    ]
+
+
+def as_role(conn: Connection, role_name: str) -> None:
+    """Run the rest of conn's current transaction as role_name (`set local role`), so the namespace policies
+    bind it: one process serving several agents switches per transaction and the role ends with it (commit or
+    rollback). The connection's login role must be a superuser or a member of role_name."""
+    if role_name not in GROUPS.values():
+        _check_name(role_name)
+    if not _role_exists(conn, role_name):
+        raise AccessError(
+            f"no role {role_name!r}: create it with `strataflow access create-role {role_name} --kind agent`"
+        )
+    # Identifiers cannot be bound parameters; the name was validated against ROLE_NAME above.
+    conn.execute(text(f'set local role "{role_name}"'))
 
 
 def role_url(base_url: str, role: str) -> str:

@@ -41,8 +41,16 @@ def _seed(engine: Engine, namespace: str) -> None:
     with engine.begin() as conn:
         conn.execute(text("select ensure_message_partitions(:a, :a)"), {"a": at})
         message_id = conn.execute(INSERT_KEY, {"ns": namespace, "mid": "m1", "at": at}).scalar()
-        conn.execute(INSERT_MESSAGE, {"id": message_id, "ns": namespace, "mid": "m1", "at": at,
-                                      "content": "'); drop table memory_items; --"})
+        conn.execute(
+            INSERT_MESSAGE,
+            {
+                "id": message_id,
+                "ns": namespace,
+                "mid": "m1",
+                "at": at,
+                "content": "'); drop table memory_items; --",
+            },
+        )
         conn.execute(INSERT_ITEM, {"ns": namespace, "statement": f"{namespace} is 32"})
 
 
@@ -85,8 +93,9 @@ RELATIONS_WITH_NAMESPACE = text(
 )
 
 
-def test_agent_sees_no_row_of_another_namespace_in_any_relation(agent: Engine, engine: Engine,
-                                                                  scopes: dict[str, str]) -> None:
+def test_agent_sees_no_row_of_another_namespace_in_any_relation(
+    agent: Engine, engine: Engine, scopes: dict[str, str]
+) -> None:
     with engine.connect() as conn:
         relations = conn.execute(RELATIONS_WITH_NAMESPACE).scalars().all()
     assert "conversation_messages" in relations and len(relations) >= 13
@@ -95,8 +104,10 @@ def test_agent_sees_no_row_of_another_namespace_in_any_relation(agent: Engine, e
         for relation in relations:  # partitions included: no privilege on them is isolation too
             try:
                 with conn.begin_nested():
-                    count = conn.execute(text(f'select count(*) from "{relation}" where namespace = :ns'),
-                                         {"ns": scopes["beta"]}).scalar()
+                    count = conn.execute(
+                        text(f'select count(*) from "{relation}" where namespace = :ns'),
+                        {"ns": scopes["beta"]},
+                    ).scalar()
             except ProgrammingError:
                 continue
             if count:
@@ -124,8 +135,9 @@ def test_crafted_sql_does_not_widen_access(agent: Engine, scopes: dict[str, str]
                 conn.execute(text(attempt))
         except DBAPIError:
             pass
-        beta = conn.execute(text("select count(*) from memory_items where namespace = :ns or true"),
-                            {"ns": scopes["beta"]}).scalar()
+        beta = conn.execute(
+            text("select count(*) from memory_items where namespace = :ns or true"), {"ns": scopes["beta"]}
+        ).scalar()
     assert beta == 1  # only its own alpha item
 
 
@@ -135,8 +147,9 @@ def test_agent_cannot_write_into_another_namespace(agent: Engine, scopes: dict[s
             with conn.begin():
                 conn.execute(INSERT_ITEM.bindparams(ns=scopes["beta"], statement="planted"))
         with conn.begin():
-            updated = conn.execute(text("update memory_items set statement = 'x' where namespace = :ns"),
-                                   {"ns": scopes["beta"]}).rowcount
+            updated = conn.execute(
+                text("update memory_items set statement = 'x' where namespace = :ns"), {"ns": scopes["beta"]}
+            ).rowcount
         assert updated == 0
 
 
@@ -144,15 +157,21 @@ def test_analyst_reads_but_cannot_modify(analyst: Engine, scopes: dict[str, str]
     with analyst.connect() as conn:
         assert conn.execute(text("select count(*) from memory_items")).scalar() == 1
         conn.commit()
-        for statement in ("delete from conversation_messages", "update memory_items set statement = 'x'",
-                          "truncate memory_items", "drop table quarantine", "create table evil (id int)"):
+        for statement in (
+            "delete from conversation_messages",
+            "update memory_items set statement = 'x'",
+            "truncate memory_items",
+            "drop table quarantine",
+            "create table evil (id int)",
+        ):
             with pytest.raises(DBAPIError, match="permission denied|must be owner"):
                 with conn.begin():
                     conn.execute(text(statement))
 
 
-def test_revoke_takes_effect_on_the_next_transaction(settings: Settings, engine: Engine,
-                                                     scopes: dict[str, str]) -> None:
+def test_revoke_takes_effect_on_the_next_transaction(
+    settings: Settings, engine: Engine, scopes: dict[str, str]
+) -> None:
     name = f"agent_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
         access.create_role(conn, name, "agent", with_password=False)
@@ -176,3 +195,20 @@ def test_bad_role_requests_are_refused_clearly(engine: Engine) -> None:
             access.create_role(conn, "someone", "admin", with_password=False)
         with pytest.raises(access.AccessError, match="no role 'ghost'"):
             access.grant(conn, "ghost", "alpha")
+
+
+def test_an_agent_cannot_list_the_namespaces_of_another_role(
+    agent: Engine, analyst: Engine, scopes: dict[str, str]
+) -> None:
+    with analyst.connect() as conn:
+        analyst_name = conn.execute(text("select current_user")).scalar()
+    with agent.connect() as conn:
+        own = conn.execute(text("select strataflow_visible_namespaces(current_user)")).scalars().all()
+        other = (
+            conn.execute(text("select strataflow_visible_namespaces(:r)"), {"r": analyst_name})
+            .scalars()
+            .all()
+        )
+        missing = conn.execute(text("select strataflow_visible_namespaces('no_such_role')")).scalars().all()
+    assert own == [scopes["alpha"]]
+    assert other == [] and missing == []
