@@ -6,13 +6,22 @@ The gateway parses a completion into one of these; invalid output triggers one r
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from models.common import MemoryKind
 
 SNAKE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _snake_key(value: str) -> str:
+    if not SNAKE_KEY.match(value):
+        raise ValueError(f"key {value!r} must be lower snake_case")
+    return value
+
+
+SnakeKey = Annotated[str, AfterValidator(_snake_key)]
 
 
 class ExtractedItem(BaseModel):
@@ -21,7 +30,7 @@ class ExtractedItem(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     kind: MemoryKind
-    key: str = Field(description="snake_case; profile keys come from the documented vocabulary")
+    key: SnakeKey = Field(description="snake_case; profile keys come from the documented vocabulary")
     value: Any = Field(
         description="JSON value: number, string (ranges stay strings like '30+'), list or object"
     )
@@ -31,13 +40,6 @@ class ExtractedItem(BaseModel):
     confidence: float = Field(0.9, ge=0, le=1)
     approximate: bool = False
     source_message_ids: list[int] = Field(min_length=1)
-
-    @field_validator("key")
-    @classmethod
-    def _snake(cls, value: str) -> str:
-        if not SNAKE_KEY.match(value):
-            raise ValueError(f"key {value!r} must be lower snake_case")
-        return value
 
 
 class ExtractionOutput(BaseModel):
@@ -57,18 +59,11 @@ class RollupOutput(BaseModel):
 
 
 class ReflectedInsight(BaseModel):
-    key: str = Field(description="the attribute, snake_case, e.g. occupation")
+    key: SnakeKey = Field(description="the attribute, snake_case, e.g. occupation")
     question: str = Field(min_length=1, description="e.g. What is the user's occupation?")
     statement: str = Field(min_length=1)
     confidence: float = Field(0.7, ge=0, le=1)
     evidence_item_ids: list[int] = Field(min_length=1)
-
-    @field_validator("key")
-    @classmethod
-    def _snake(cls, value: str) -> str:
-        if not SNAKE_KEY.match(value):
-            raise ValueError(f"key {value!r} must be lower snake_case")
-        return value
 
 
 class ReflectionOutput(BaseModel):
