@@ -29,15 +29,23 @@ class Settings(BaseSettings):
         description="External PostgreSQL with pgvector. Unset: an embedded server under STRATAFLOW_HOME.",
     )
     home: Path = Field(Path("~/.strataflow"), description="Where the embedded database and local state live.")
-    retention_days: int = Field(30, ge=1, le=3650, description="L1 rows expire this many days after event time.")
+    retention_days: int = Field(
+        30, ge=1, le=3650, description="L1 rows expire this many days after event time."
+    )
     timezone: str = Field("UTC", description="IANA zone for naive times, ISO weeks, 'today' and schedules.")
 
     extract_model: str = Field(OFFLINE_MODEL, description="litellm model string for L2 extraction.")
     rollup_model: str = Field(OFFLINE_MODEL, description="litellm model string for the weekly rollup.")
     reflect_model: str = Field(OFFLINE_MODEL, description="litellm model string for insight reflection.")
-    llm_api_base: str | None = Field(None, description="api_base passed to litellm (OpenAI-compatible servers).")
-    llm_budget_tokens: int = Field(5_000_000, ge=0, description="Prompt + completion tokens one run may spend.")
-    llm_budget_usd: float | None = Field(None, ge=0, description="USD one run may spend (when litellm knows costs).")
+    llm_api_base: str | None = Field(
+        None, description="api_base passed to litellm (OpenAI-compatible servers)."
+    )
+    llm_budget_tokens: int = Field(
+        5_000_000, ge=0, description="Prompt + completion tokens one run may spend."
+    )
+    llm_budget_usd: float | None = Field(
+        None, ge=0, description="USD one run may spend (when litellm knows costs)."
+    )
     llm_max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx and timeouts.")
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
     llm_concurrency: int = Field(2, ge=1, le=64, description="LLM requests in flight at once per process.")
@@ -46,7 +54,9 @@ class Settings(BaseSettings):
     embedding_model: str = Field(
         "all-MiniLM-L6-v2", description="Local sentence-transformers name, or any litellm embedding model."
     )
-    embedding_dim: int = Field(384, ge=1, le=16000, description="Vector size; the schema's columns follow it.")
+    embedding_dim: int = Field(
+        384, ge=1, le=16000, description="Vector size; the schema's columns follow it."
+    )
     embed_batch_size: int = Field(64, ge=1, le=4096, description="Texts per encode call.")
 
     max_content_chars: int = Field(20_000, ge=1, description="Longer message content is quarantined.")
@@ -56,6 +66,13 @@ class Settings(BaseSettings):
     task_runner: Literal["thread", "dask"] = Field("thread", description="Prefect task runner for the flows.")
     dask_workers: int = Field(2, ge=1, le=64, description="Local Dask workers when task_runner=dask.")
     dask_address: str | None = Field(None, description="Address of an existing Dask scheduler.")
+    inbox_dir: Path | None = Field(
+        None, description="Where the nightly flow picks up new log files. Unset: STRATAFLOW_HOME/inbox."
+    )
+    llm_limit_strict: bool = Field(
+        True,
+        description="Wait for the Prefect 'llm' limit (created on first use) instead of only warning.",
+    )
 
     @field_validator("home", mode="after")
     @classmethod
@@ -68,7 +85,9 @@ class Settings(BaseSettings):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown time zone {value!r}; use an IANA name such as UTC or Asia/Shanghai") from exc
+            raise ValueError(
+                f"unknown time zone {value!r}; use an IANA name such as UTC or Asia/Shanghai"
+            ) from exc
         return value
 
     @field_validator("embedding_dim")

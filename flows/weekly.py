@@ -1,0 +1,28 @@
+"""The weekly flow: roll up complete ISO weeks into L3, reflect insights, embed the new reports."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from models.params import RunSummary, WeeklyParams
+from strataflow.config import load_settings
+from tasks.bookkeeping import begin_run, finish_run, llm_slot, mark_run_failed
+from tasks.embed import embed_pending_task
+from tasks.reflect import reflect_pending_task
+from tasks.rollup import rollup_weeks_task
+
+
+@flow(name="weekly", on_failure=[mark_run_failed], on_crashed=[mark_run_failed])
+def weekly(params: WeeklyParams = WeeklyParams()) -> RunSummary:  # noqa: B008
+    """Roll up every complete week not yet reported (or one week), reflect insights, embed reports."""
+    settings = load_settings()
+    run_id = begin_run(settings, "weekly", params.model_dump(mode="json"), params.namespace)
+    with llm_slot(settings):
+        rolled = rollup_weeks_task(
+            settings, week_start=params.week_start, run_id=run_id, namespace=params.namespace
+        )
+        reflected = reflect_pending_task(settings, run_id=run_id, namespace=params.namespace)
+    embedded = embed_pending_task(settings, namespace=params.namespace)
+    return finish_run(
+        settings, "weekly", run_id, {"rollup": [rolled], "reflect": [reflected], "embed": [embedded]}
+    )

@@ -1,0 +1,160 @@
+"""Flow parameters and run summaries: the Prefect deployment form and the CLI both come from these models.
+
+Dates that default to "today" are `None` in the model and resolved in STRATAFLOW_TIMEZONE when the run
+starts: a default computed here would be frozen into the deployment at deploy time.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+Namespace = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAMESPACE_PATTERN)]
+Paths = Annotated[list[str], Field(max_length=1000)]
+
+
+class Stage(StrEnum):
+    """A step a backfill can run; days run the nightly stages, weeks the weekly ones."""
+
+    ingest = "ingest"
+    embed = "embed"
+    extract = "extract"
+    hot_memory = "hot_memory"
+    rollup = "rollup"
+    reflect = "reflect"
+    expire = "expire"
+
+
+DAY_STAGES = (Stage.ingest, Stage.embed, Stage.extract, Stage.hot_memory)
+WEEK_STAGES = (Stage.rollup, Stage.reflect)
+DEFAULT_BACKFILL_STAGES = [*DAY_STAGES, *WEEK_STAGES]
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+
+class NightlyParams(_Params):
+    """Parameters of the nightly flow: ingest new logs, embed, extract, refresh hot memory, expire."""
+
+    run_date: date | None = Field(
+        None,
+        description="The night this run stands for (recorded). Empty: today in STRATAFLOW_TIMEZONE.",
+    )
+    paths: Paths = Field(
+        default_factory=list,
+        description="Log files or directories to ingest. Empty: the inbox (STRATAFLOW_INBOX_DIR,"
+        " default STRATAFLOW_HOME/inbox).",
+    )
+    namespace: Namespace | None = Field(
+        None,
+        description="Namespace for records that name none (wins over theirs). Empty: records must carry one.",
+    )
+    dry_run: bool = Field(False, description="Expire only reports what it would remove.")
+
+
+class WeeklyParams(_Params):
+    """Parameters of the weekly flow: roll up complete ISO weeks, reflect insights, embed the reports."""
+
+    week_start: date | None = Field(
+        None, description="Monday of one ISO week to roll up. Empty: every complete week not yet reported."
+    )
+    namespace: Namespace | None = Field(
+        None,
+        description="Only this namespace. Empty: all.",
+    )
+
+    @model_validator(mode="after")
+    def _monday(self) -> WeeklyParams:
+        if self.week_start is not None and self.week_start.isoweekday() != 1:
+            raise ValueError(
+                f"week_start {self.week_start} is a {self.week_start:%A}; give the Monday of the week"
+            )
+        return self
+
+
+class AssetsParams(_Params):
+    """Parameters of the assets flow: ingest data assets into long-term memory and embed their chunks."""
+
+    paths: Paths = Field(
+        default_factory=list,
+        description="Asset files or directories. Empty: STRATAFLOW_HOME/assets.",
+    )
+    namespace: Namespace = Field("default", description="Namespace of the assets.")
+
+
+class BackfillParams(_Params):
+    """Parameters of the backfill flow: the nightly stages day by day, then the weekly ones week by week."""
+
+    start: date = Field(..., description="First day to process (event time, STRATAFLOW_TIMEZONE).")
+    end: date = Field(..., description="Last day to process, inclusive.")
+    stages: list[Stage] = Field(
+        default_factory=lambda: list(DEFAULT_BACKFILL_STAGES),
+        min_length=1,
+        max_length=len(Stage),
+        description="Stages to run. Per day: ingest, embed, extract; per week: rollup; at the end:"
+        " hot_memory, reflect, expire.",
+    )
+    paths: Paths = Field(
+        default_factory=list,
+        description="Log files or directories. A file whose name holds a date (2024-03-05) is ingested on"
+        " that day; the others on the first day. Empty: the inbox.",
+    )
+    namespace: Namespace | None = Field(
+        None,
+        description="Namespace for records that name none (and wins over theirs).",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BackfillParams:
+        if self.end < self.start:
+            raise ValueError(f"end {self.end} is before start {self.start}")
+        if (self.end - self.start).days > 3660:
+            raise ValueError("a backfill covers at most ten years; split the range")
+        return self
+
+
+class DayPlan(BaseModel):
+    """One backfill day: the date and the log files that belong to it."""
+
+    day: date
+    paths: list[str] = Field(default_factory=list)
+
+
+class RunCounts(BaseModel):
+    """The figures every run publishes (artifact table, pipeline_runs.counts, CLI summary)."""
+
+    rows_read: int = 0
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_quarantined: int = 0
+    rows_embedded: int = 0
+    encodes: int = 0
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    llm_cost_usd: float = 0.0
+    l2_new: int = 0
+    l2_changed: int = 0
+    hot_summaries: int = 0
+    weekly_reports_written: int = 0
+    insights_written: int = 0
+    assets_ingested: int = 0
+    rows_expired: int = 0
+    budget_stopped: bool = False
+
+
+class RunSummary(BaseModel):
+    """What a flow run returns: its pipeline run, its Prefect flow run, the counts and per-stage results."""
+
+    flow: str
+    run_id: str
+    prefect_flow_run_id: str | None = None
+    status: str
+    counts: RunCounts
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    days: int = 0
+    weeks: int = 0

@@ -1,0 +1,152 @@
+"""`strataflow serve`: a local Prefect server, the work pool, the `llm` limit, the deployments, one worker.
+
+Children run in their own sessions so Ctrl-C reaches only us; we then stop the worker (SIGINT twice: one
+may leave a Prefect worker running for 20 s or more) and the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from strataflow.commands.common import UserError
+from strataflow.config import Settings
+from strataflow.orchestration import prefect_environment
+
+logger = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+HEALTH_TIMEOUT_S = 120.0
+
+
+def api_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/api"
+
+
+def wait_healthy(
+    url: str, process: subprocess.Popen[bytes] | None = None, timeout_s: float = HEALTH_TIMEOUT_S
+) -> None:
+    """Poll {url}/health until it answers; fail early when the server process has exited."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise UserError(f"the Prefect server exited with code {process.returncode} before it was healthy")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    raise UserError(f"the Prefect server at {url} was not healthy after {timeout_s:.0f} s")
+
+
+def is_healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def prefect_command(
+    args: list[str], env: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run `prefect ARGS` with the project's Python (the worker and deploy must see the installed project)."""
+    command = [sys.executable, "-m", "prefect", *args]
+    result = subprocess.run(command, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise UserError(
+            f"`prefect {' '.join(args)}` failed: {(result.stderr or result.stdout).strip()[-800:]}"
+        )
+    return result
+
+
+def bootstrap(env: dict[str, str], pool: str, llm_limit: int) -> None:
+    """Work pool, global concurrency limit `llm`, and `prefect deploy --all` from the checkout."""
+    if prefect_command(["work-pool", "inspect", pool], env, check=False).returncode != 0:
+        prefect_command(["work-pool", "create", pool, "--type", "process"], env)
+    if prefect_command(["gcl", "inspect", "llm"], env, check=False).returncode != 0:
+        prefect_command(["gcl", "create", "llm", "--limit", str(llm_limit)], env)
+    if not (PROJECT_ROOT / "prefect.yaml").exists():
+        raise UserError(
+            f"no prefect.yaml in {PROJECT_ROOT}: serve needs the project checkout (pip install -e .)"
+        )
+    prefect_command(["--no-prompt", "deploy", "--all"], env)
+
+
+def _stop(process: subprocess.Popen[bytes], signals: tuple[int, ...], wait_s: float) -> None:
+    for sig in signals:
+        if process.poll() is not None:
+            return
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(settings: Settings, port: int = 4200, pool: str = "strataflow-pool") -> None:
+    """Start everything, print the UI address, and keep running until Ctrl-C, SIGTERM or a child exits."""
+    signal.signal(signal.SIGINT, _interrupt)  # also when started in the background, where SIGINT is ignored
+    signal.signal(signal.SIGTERM, _interrupt)
+    env = prefect_environment(settings)
+    url = api_url(port)
+    if is_healthy(url):
+        raise UserError(f"something already answers on {url}; stop it or choose --port")
+    env = {**env, "PREFECT_API_URL": url, "PWD": str(PROJECT_ROOT)}
+    log_dir = Path(env["PREFECT_HOME"]) / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    server_log = (log_dir / "server.log").open("ab")
+    server_env = {key: value for key, value in env.items() if key != "PREFECT_API_URL"}
+    print(
+        f"starting the Prefect server on 127.0.0.1:{port} (log: {log_dir / 'server.log'}) ...",
+        file=sys.stderr,
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=server_env,
+        stdout=server_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        wait_healthy(url, server)
+        print("registering the work pool, the llm limit and the deployments ...", file=sys.stderr)
+        bootstrap(env, pool, settings.llm_concurrency)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
+            env=env,
+            cwd=PROJECT_ROOT,
+            start_new_session=True,
+        )
+        print(
+            f"Prefect UI: http://127.0.0.1:{port}  (deployments nightly, weekly, assets, backfill;"
+            f" pool {pool})\nStart a backfill: Deployments > backfill > Run > Custom run."
+            " Ctrl-C stops the worker and the server.",
+            file=sys.stderr,
+        )
+        while server.poll() is None and worker.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        print("stopping the worker and the server ...", file=sys.stderr)
+    finally:
+        if worker is not None:
+            _stop(worker, (signal.SIGINT, signal.SIGINT, signal.SIGTERM), 5.0)
+        _stop(server, (signal.SIGTERM, signal.SIGINT), 10.0)
+        server_log.close()

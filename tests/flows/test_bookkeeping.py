@@ -1,0 +1,130 @@
+"""Plain functions behind the flows: backfill plans, merged stage results, the published counts, status."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from models.params import NightlyParams, WeeklyParams
+from strataflow.config import Settings
+from tasks.bookkeeping import count_run, date_in_name, merge_results, plan_days, plan_weeks
+
+NO_FIGURES = {
+    "llm_calls": 0,
+    "llm_tokens": 0,
+    "llm_cost_usd": 0,
+    "l2_new": 0,
+    "l2_changed": 0,
+    "hot_summaries": 0,
+    "weekly_reports_written": 0,
+    "insights_written": 0,
+    "assets_ingested": 0,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("export-2024-03-05.jsonl", date(2024, 3, 5)),  # ISO date with dashes
+        ("20240305.csv", date(2024, 3, 5)),  # compact date
+        ("chat.jsonl", None),  # no date: goes to the first day
+        ("dump-2024-13-45.jsonl", None),  # digits that are no date
+    ],
+)
+def test_a_file_name_gives_its_day_when_it_holds_a_real_date(name: str, expected: date | None) -> None:
+    assert date_in_name(Path(name)) == expected
+
+
+def test_backfill_days_put_dated_files_on_their_day_undated_on_the_first_and_drop_the_rest(
+    tmp_path: Path,
+) -> None:
+    for name in (
+        "b-2024-03-03.jsonl",
+        "a-2024-03-02.jsonl",
+        "all.jsonl",
+        "old-2024-01-01.jsonl",
+        "notes.txt",
+    ):
+        (tmp_path / name).write_text("{}\n")
+    plans = plan_days([str(tmp_path)], date(2024, 3, 1), date(2024, 3, 31))
+    assert [(p.day, [Path(x).name for x in p.paths]) for p in plans] == [
+        (date(2024, 3, 1), ["all.jsonl"]),
+        (date(2024, 3, 2), ["a-2024-03-02.jsonl"]),
+        (date(2024, 3, 3), ["b-2024-03-03.jsonl"]),
+    ]
+
+
+def test_a_backfill_with_no_files_still_runs_one_day(tmp_path: Path) -> None:
+    plans = plan_days([str(tmp_path)], date(2024, 3, 1), date(2024, 3, 2))
+    assert [(p.day, p.paths) for p in plans] == [(date(2024, 3, 1), [])]
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "today", "expected"),
+    [
+        # a range inside one week: its Monday, once the week is over
+        (date(2024, 3, 6), date(2024, 3, 7), date(2024, 3, 11), [date(2024, 3, 4)]),
+        # the current week is not complete yet: left out
+        (date(2024, 3, 1), date(2024, 3, 12), date(2024, 3, 13), [date(2024, 2, 26), date(2024, 3, 4)]),
+        # on its Sunday a week is not complete yet
+        (date(2024, 3, 4), date(2024, 3, 10), date(2024, 3, 10), []),
+    ],
+)
+def test_backfill_weeks_are_the_complete_iso_weeks_touching_the_range(
+    start: date, end: date, today: date, expected: list[date]
+) -> None:
+    assert plan_weeks(start, end, today) == expected
+
+
+def test_results_of_several_days_are_summed_and_flags_kept() -> None:
+    merged = merge_results(
+        [
+            {"read": 3, "inserted": 2, "budget_stopped": False},
+            {"read": 4, "inserted": 0, "budget_stopped": True},
+        ]
+    )
+    assert merged == {"read": 7, "inserted": 2, "budget_stopped": True}
+
+
+def test_counts_come_from_stage_results_and_a_budget_stop_anywhere_marks_the_run() -> None:
+    stages = {
+        "ingest": {"read": 10, "inserted": 8, "updated": 1, "quarantined": 1},
+        "embed": {"conversation_messages": 8, "memory_items": 3, "encoded": 9},
+        "extract": {"budget_stopped": True},
+        "expire": {"removed_rows": 5},
+    }
+    counts = count_run({**NO_FIGURES, "llm_calls": 2, "llm_cost_usd": "0.5"}, stages)
+    assert counts.model_dump() == {
+        **NO_FIGURES,
+        "llm_calls": 2,
+        "llm_cost_usd": 0.5,
+        "rows_read": 10,
+        "rows_inserted": 8,
+        "rows_updated": 1,
+        "rows_quarantined": 1,
+        "rows_embedded": 11,
+        "encodes": 9,
+        "rows_expired": 5,
+        "budget_stopped": True,
+    }
+
+
+def test_parameter_models_refuse_bad_values_by_name() -> None:
+    with pytest.raises(ValueError, match="Monday"):
+        WeeklyParams(week_start=date(2024, 3, 6))
+    with pytest.raises(ValueError, match="namespace"):
+        NightlyParams(namespace="bad name; drop table")
+    assert NightlyParams().run_date is None  # resolved at run time, never frozen into a deployment
+
+
+def test_status_reports_runs_watermarks_quarantine_and_due_partitions(
+    settings: Settings, engine: Engine
+) -> None:
+    from strataflow import status
+
+    report = status.render(status.collect(settings))
+    for heading in ("Last run per flow:", "Watermarks", "Quarantine rate per namespace:", "due to expire"):
+        assert heading in report
