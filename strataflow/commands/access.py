@@ -24,7 +24,9 @@ def _access_errors():  # type: ignore[no-untyped-def]
 @access_app.command("create-role")
 def create_role(
     name: str = typer.Argument(..., help="Login role to create (lower snake_case)."),
-    kind: str = typer.Option(..., "--kind", help="agent (read memory, write L2 items) or analyst (read-only)."),
+    kind: str = typer.Option(
+        ..., "--kind", help="agent (read memory, write L2 items) or analyst (read-only)."
+    ),
 ) -> None:
     """Create a LOGIN role in the agent or analyst group. It sees nothing until granted a namespace.
 
@@ -40,7 +42,9 @@ def create_role(
     with cli_errors():
         try:
             with engine.begin() as conn:
-                password = access.create_role(conn, name, kind, with_password=settings.database_url is not None)
+                password = access.create_role(
+                    conn, name, kind, with_password=settings.database_url is not None
+                )
         except access.AccessError as exc:
             raise UserError(str(exc)) from None
     typer.echo(f"created {kind} role {name}", err=True)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import typer
 
 from strataflow.config import Settings, SettingsError, load_settings
+
+R = TypeVar("R")
 
 
 class UserError(RuntimeError):
@@ -42,3 +46,38 @@ def settings_or_exit() -> Settings:
 
 def stderr(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def recorded_run(
+    settings: Settings,
+    flow: str,
+    parameters: dict[str, Any],
+    namespace: str | None,
+    work: Callable[[uuid.UUID], R],
+    user_errors: tuple[type[Exception], ...] = (),
+    failed: Callable[[R], bool] = lambda result: False,
+) -> R:
+    """Run one CLI stage inside a pipeline_runs row: completed (or budget_stopped, or failed when `failed`
+    says so) with the result's counts, or failed with the error. `user_errors` become a clean exit 1."""
+    from strataflow.database import engine_for
+    from strataflow.runs import finish_run, start_run
+
+    with cli_errors():
+        engine = engine_for(settings)
+        run_id = start_run(engine, flow, parameters, namespace=namespace)
+        try:
+            result = work(run_id)
+        except user_errors as exc:
+            finish_run(engine, run_id, "failed", error=str(exc))
+            raise UserError(str(exc)) from None
+        except BaseException as exc:
+            finish_run(engine, run_id, "failed", error=f"{exc.__class__.__name__}: {exc}")
+            raise
+        if failed(result):
+            status = "failed"
+        elif getattr(result, "budget_stopped", False):
+            status = "budget_stopped"
+        else:
+            status = "completed"
+        finish_run(engine, run_id, status, result.model_dump(mode="json"))  # type: ignore[attr-defined]
+    return result

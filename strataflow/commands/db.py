@@ -26,7 +26,9 @@ def upgrade() -> None:
     with cli_errors():
         check_connection(settings)
         applied = migrations.upgrade(engine_for(settings))
-    typer.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ": up to date"))
+    typer.echo(
+        f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ": up to date")
+    )
 
 
 @db_app.command("status")

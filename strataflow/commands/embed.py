@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import recorded_run, settings_or_exit
 from strataflow.commands.ingest import ingest_app
 
 
@@ -24,16 +22,18 @@ def embed(
 
     Example: strataflow embed --namespace acme
     """
+    from strataflow.embeddings import EmbeddingError
     from tasks.embed import embed_pending
 
     settings = settings_or_exit()
     parameters = {"reembed": reembed, "namespace": namespace}
-    result = _recorded(
+    result = recorded_run(
         settings,
         "embed",
         parameters,
         namespace,
-        lambda: embed_pending(settings, reembed, progress, namespace),
+        lambda _run_id: embed_pending(settings, reembed, progress, namespace),
+        user_errors=(EmbeddingError,),
     )
     per_table = ", ".join(
         f"{name} {getattr(result, name)}"
@@ -65,6 +65,7 @@ def ingest_assets(
 
     Example: strataflow ingest assets docs/ prices.csv --namespace acme
     """
+    from strataflow.embeddings import EmbeddingError
     from tasks.assets import ingest_assets as run_ingest_assets
 
     if not paths and url is None:
@@ -79,7 +80,7 @@ def ingest_assets(
         raise typer.Exit(1)
     settings = settings_or_exit()
     parameters = {"paths": [str(p) for p in paths or []], "url": url is not None, "table": table}
-    result = _recorded(
+    result = recorded_run(
         settings,
         "ingest-assets",
         parameters,
@@ -87,7 +88,7 @@ def ingest_assets(
         lambda run_id: run_ingest_assets(
             settings, paths or [], namespace, run_id, url=url, table=table, query=query
         ),
-        pass_run_id=True,
+        user_errors=(EmbeddingError,),
     )
     typer.echo(
         f"assets {result.assets}: inserted {result.inserted}, replaced {result.replaced}, "
@@ -97,34 +98,6 @@ def ingest_assets(
         f"chunks written {result.chunks_written}, deleted {result.chunks_deleted}; "
         f"encoded {result.encoded}, {result.cache_hits} from the cache"
     )
-
-
-def _recorded(
-    settings: Any,
-    flow: str,
-    parameters: dict[str, Any],
-    namespace: str | None,
-    work: Callable[..., Any],
-    pass_run_id: bool = False,
-) -> Any:
-    """Run one stage inside a pipeline_runs row (completed with its counts, or failed with the error)."""
-    from strataflow.database import engine_for
-    from strataflow.embeddings import EmbeddingError
-    from strataflow.runs import finish_run, start_run
-
-    with cli_errors():
-        engine = engine_for(settings)
-        run_id = start_run(engine, flow, parameters, namespace=namespace)
-        try:
-            result = work(run_id) if pass_run_id else work()
-        except EmbeddingError as exc:
-            finish_run(engine, run_id, "failed", error=str(exc))
-            raise UserError(str(exc)) from None
-        except BaseException as exc:
-            finish_run(engine, run_id, "failed", error=f"{exc.__class__.__name__}: {exc}")
-            raise
-        finish_run(engine, run_id, "completed", result.model_dump(mode="json"))
-    return result
 
 
 def register(app: typer.Typer) -> None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date
-from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import recorded_run, settings_or_exit
 
 
 def rollup(
@@ -28,13 +26,14 @@ def rollup(
 
     monday = _parse_date(week_start, "--week-start") if week_start else None
     settings = settings_or_exit()
-    result = _recorded(
+    result = recorded_run(
         settings,
         "rollup",
         {"week_start": week_start, "namespace": namespace},
         namespace,
         lambda run_id: rollup_weeks(settings, week_start=monday, run_id=run_id, namespace=namespace),
         failed=lambda r: r.weeks_failed > 0,
+        user_errors=(ValueError,),
     )
     typer.echo(
         f"weeks considered {result.weeks_considered}: reports written {result.reports_written}, "
@@ -62,12 +61,13 @@ def reflect(
     from tasks.reflect import reflect_pending
 
     settings = settings_or_exit()
-    result = _recorded(
+    result = recorded_run(
         settings,
         "reflect",
         {"namespace": namespace},
         namespace,
         lambda run_id: reflect_pending(settings, run_id=run_id, namespace=namespace),
+        user_errors=(ValueError,),
     )
     typer.echo(
         f"scopes {result.scopes}, items reflected {result.items_reflected}: insights created "
@@ -105,7 +105,7 @@ def expire(
         raise typer.Exit(1)
     settings = settings_or_exit()
     parameters = {"dry_run": dry_run, "force": force, "reason": reason, "namespace": namespace}
-    result = _recorded(
+    result = recorded_run(
         settings,
         "expire",
         parameters,
@@ -113,6 +113,7 @@ def expire(
         lambda run_id: expire_l1(
             settings, dry_run=dry_run, force=force, reason=reason, run_id=run_id, namespace=namespace
         ),
+        user_errors=(ValueError,),
     )
     verb = "would remove" if dry_run else "removed"
     typer.echo(
@@ -148,12 +149,13 @@ def forget(
         typer.echo("error: --namespace and --subject must not be empty", err=True)
         raise typer.Exit(1)
     parameters = {"subject_sha256": subject_hash(namespace, subject)}  # never the id itself
-    result = _recorded(
+    result = recorded_run(
         settings,
         "forget",
         parameters,
         namespace,
         lambda run_id: forget_subject(settings, namespace, subject, run_id=run_id),
+        user_errors=(ValueError,),
     )
     typer.echo(f"removed {result.total} row(s) of subject sha256:{result.subject_hash[:12]}… in {namespace}")
     typer.echo(", ".join(f"{table} {count}" for table, count in result.counts.items()))
@@ -166,40 +168,6 @@ def _parse_date(value: str, option: str) -> date:
     except ValueError:
         typer.echo(f"error: {option} {value!r}: expected a date as YYYY-MM-DD", err=True)
         raise typer.Exit(1) from None
-
-
-def _recorded(
-    settings: Any,
-    flow: str,
-    parameters: dict[str, Any],
-    namespace: str | None,
-    work: Callable[[Any], Any],
-    failed: Callable[[Any], bool] = lambda result: False,
-) -> Any:
-    """Run one stage inside a pipeline_runs row: completed (or budget_stopped) with its counts, or failed."""
-    from strataflow.database import engine_for
-    from strataflow.runs import finish_run, start_run
-
-    with cli_errors():
-        engine = engine_for(settings)
-        run_id = start_run(engine, flow, parameters, namespace=namespace)
-        try:
-            result = work(run_id)
-        except ValueError as exc:
-            finish_run(engine, run_id, "failed", error=str(exc))
-            raise UserError(str(exc)) from None
-        except BaseException as exc:
-            finish_run(engine, run_id, "failed", error=f"{exc.__class__.__name__}: {exc}")
-            raise
-        status = (
-            "failed"
-            if failed(result)
-            else "budget_stopped"
-            if getattr(result, "budget_stopped", False)
-            else "completed"
-        )
-        finish_run(engine, run_id, status, result.model_dump(mode="json"))
-    return result
 
 
 def register(app: typer.Typer) -> None:
