@@ -1,0 +1,389 @@
+"""Context and single-write latency at scale (issue 8): `python -m bench.context [--rows N] [--scopes S]`.
+
+Loads N L1 messages (default 1,000,000 over 10,000 subjects; the access check uses 200,000) through the
+real ingest path (tasks.ingest.ingest_logs: COPY into a staging table, set-based insert), gives them synthetic
+embeddings (distinct sums of two vectors from a random pool, set with the HNSW index dropped, which is then
+rebuilt after the load with maintenance_work_mem = 1GB), and adds L2 items (3 per subject) and L3 weekly
+reports (1 per subject) with text, full-text vectors and embeddings. All of it in namespace `bench_context`.
+
+Then, after a warm-up, times:
+- `context_*_ms`: the whole `strataflow.context.build_context` call for a random subject and a question
+  (classification, L2/L3 reads, embedding the query with the real model, hybrid retrieval, token budget);
+- `write_*_ms`: one validated message written, without embedding: the ingest's validation and enrichment
+  (`strataflow.enrich.prepare_chunk`: MessageRecord, language, intent, hash, full-text parts), then one
+  insert of key and message (the batch path, `tasks.ingest.write_chunk`, stages through COPY and a temp
+  table, which pays off for chunks, not for one record).
+Prints one JSON line last. Targets: context p95 <= 50 ms, write p95 <= 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import text
+
+NAMESPACE = "bench_context"
+POOL = 1000
+
+PEOPLE = [
+    "Alice",
+    "Bob",
+    "Chen Wei",
+    "Dana",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Li Na",
+    "Marco",
+]
+PROJECTS = [
+    "billing dashboard",
+    "mobile app",
+    "data pipeline",
+    "search service",
+    "onboarding flow",
+    "pricing page",
+    "analytics warehouse",
+    "support bot",
+    "payments API",
+    "recommendation model",
+]
+THINGS = [
+    "release",
+    "migration",
+    "budget",
+    "roadmap",
+    "design review",
+    "load test",
+    "customer demo",
+    "bug bash",
+    "security audit",
+    "hiring plan",
+    "retro",
+    "launch checklist",
+]
+PLACES = ["Berlin", "Shanghai", "Lisbon", "Toronto", "the office", "the client site", "Singapore", "Austin"]
+DAYS = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "next week",
+    "the end of the month",
+    "tomorrow",
+]
+TEMPLATES = [
+    "I met {person} about the {project} {thing} yesterday and we agreed to move it to {day}.",
+    "Can you remind me what we decided about the {thing} for the {project}?",
+    "The {project} {thing} slipped again; {person} thinks we need two more engineers before {day}.",
+    "I'm flying to {place} on {day} for the {thing}, so please keep my calendar free.",
+    "We finally shipped the {project} {thing}! {person} did most of the heavy lifting.",
+    "My manager {person} wants a written summary of the {thing} by {day}.",
+    "I prefer async updates over meetings for the {project}; a short note after each {thing} is enough.",
+    "Our {thing} in {place} went well, but the {project} numbers still look weak.",
+    "Please draft an email to {person} about moving the {thing} to {day}.",
+    "I've been working late on the {project} all week and I'm exhausted.",
+    "What did {person} say about the {project} {thing} last time?",
+    "The {thing} budget for the {project} is about 40k, and finance wants it under 35k by {day}.",
+]
+QUESTIONS = [
+    "What did we decide about the {project} {thing}?",
+    "When is the {thing} for the {project}?",
+    "What did {person} say about the {thing}?",
+    "Where am I travelling for the {thing}?",
+    "How is the {project} going?",
+    "What happened last week?",
+]
+ITEMS = [
+    ("fact", "company", "works at {place} office of Acme on the {project}"),
+    ("preference", "meeting_style", "prefers async updates over meetings for the {project}"),
+    ("intent", "next_goal", "wants to finish the {project} {thing} before {day}"),
+]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def fill(template: str, rng: random.Random) -> str:
+    return template.format(
+        person=rng.choice(PEOPLE),
+        project=rng.choice(PROJECTS),
+        thing=rng.choice(THINGS),
+        place=rng.choice(PLACES),
+        day=rng.choice(DAYS),
+    )
+
+
+def write_messages(path: Path, rows: int, scopes: int, rng: random.Random, end: datetime) -> None:
+    """JSONL in the canonical message shape, spread over the 28 days before `end`."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(rows):
+            scope = i % scopes
+            at = end - timedelta(seconds=rng.randrange(28 * 86400))
+            record = {
+                "conversation_id": f"c{scope}-{(i // scopes) // 20}",
+                "subject_id": f"s{scope}",
+                "source_message_id": f"m{i}",
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": fill(rng.choice(TEMPLATES), rng),
+                "created_at": at.isoformat(),
+            }
+            out.write(json.dumps(record) + "\n")
+
+
+def percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(np.array(values), q)), 2)
+
+
+SQL_POOL = """
+create temp table bench_pool (i int primary key, v vector(384));
+"""
+OWN_TABLES = ("conversation_messages", "message_keys", "memory_items", "weekly_reports", "watermarks")
+PRECREATE_PARTITIONS = text("select ensure_message_partitions(:start, :end)")
+SQL_EMBED_MESSAGES = """
+update conversation_messages m
+set embedding = a.v + b.v, embedding_model = 'synthetic'
+from bench_pool a, bench_pool b
+where m.namespace = :ns and a.i = m.message_id % 1000 and b.i = (m.message_id / 1000) % 1000
+"""
+# The HNSW indexes of the migrations, dropped during the bulk load and rebuilt after it (same definitions).
+HNSW_INDEXES = {
+    "conversation_messages_embedding_idx": "conversation_messages",
+    "memory_items_embedding_idx": "memory_items",
+    "weekly_reports_embedding_idx": "weekly_reports",
+}
+SQL_ITEMS = """
+insert into memory_items (namespace, subject_id, kind, key, value, statement, importance, valid_from,
+                          embedding,
+                          embedding_model, fts)
+select :ns, 's' || s, x.kind, x.key, to_jsonb(x.statement), x.statement, 70, now() - interval '3 days',
+       a.v + b.v, 'synthetic', to_tsvector('english', x.statement) || to_tsvector('simple', '')
+from generate_series(0, :scopes - 1) s
+cross join lateral unnest(cast(:kinds as text[]), cast(:keys as text[]), cast(:statements as text[]))
+    as x(kind, key, statement)
+join bench_pool a on a.i = (s * 3) % 1000
+join bench_pool b on b.i = (s * 7 + length(x.key)) % 1000
+"""
+SQL_REPORTS = """
+insert into weekly_reports (namespace, subject_id, week_start, week_end, summary, input_hash, embedding,
+                            embedding_model, fts)
+select :ns, 's' || s, :week_start, :week_start + 6, :summary || ' (subject ' || s || ')', md5(s::text),
+       a.v, 'synthetic', to_tsvector('english', :summary)
+from generate_series(0, :scopes - 1) s join bench_pool a on a.i = s % 1000
+"""
+
+
+def load(settings: Any, rows: int, scopes: int, rng: random.Random) -> dict[str, float]:
+    """Messages through the real ingest path, then embeddings, the HNSW index, L2 items and L3 reports."""
+    from strataflow.database import engine_for
+    from tasks.ingest import ingest_logs
+
+    engine = engine_for(settings)
+    end = datetime.now(UTC)
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        for table in OWN_TABLES:  # rows of an earlier run in the same home
+            conn.execute(text(f"delete from {table} where namespace = :ns"), {"ns": NAMESPACE})
+        # Partitions up front: concurrent ingest writers racing to create one partition can fail.
+        conn.execute(
+            PRECREATE_PARTITIONS, {"start": end - timedelta(days=29), "end": end + timedelta(days=1)}
+        )
+    with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp:
+        path = Path(tmp) / "messages.jsonl"
+        write_messages(path, rows, scopes, rng, end)
+        result = ingest_logs(settings, [path], namespace=NAMESPACE, progress=False)
+    load_s = time.perf_counter() - started
+    log(f"ingested {result.inserted} messages in {load_s:.1f} s")
+    pool = np.random.default_rng(7).normal(size=(POOL, settings.embedding_dim)).astype(np.float32)
+    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        conn.execute(text(SQL_POOL))
+        conn.execute(
+            text("insert into bench_pool (i, v) values (:i, :v)"),
+            [{"i": i, "v": v} for i, v in enumerate(pool)],
+        )
+        for index in HNSW_INDEXES:
+            conn.execute(text(f"drop index if exists {index}"))
+        conn.execute(text(SQL_EMBED_MESSAGES), {"ns": NAMESPACE})
+        kinds, keys, statements = zip(*[(k, key, fill(s, rng)) for k, key, s in ITEMS], strict=True)
+        conn.execute(
+            text(SQL_ITEMS),
+            {
+                "ns": NAMESPACE,
+                "scopes": scopes,
+                "kinds": list(kinds),
+                "keys": list(keys),
+                "statements": list(statements),
+            },
+        )
+        monday = (end - timedelta(days=end.weekday() + 7)).date()
+        summary = "Weekly report: " + " ".join(fill(rng.choice(TEMPLATES), rng) for _ in range(4))
+        conn.execute(
+            text(SQL_REPORTS), {"ns": NAMESPACE, "scopes": scopes, "week_start": monday, "summary": summary}
+        )
+        log(f"embeddings, items and reports in {time.perf_counter() - started:.1f} s; building HNSW")
+        conn.execute(text("set local maintenance_work_mem = '1GB'"))
+        index_started = time.perf_counter()
+        for index, table in HNSW_INDEXES.items():
+            conn.execute(text(f"create index {index} on {table} using hnsw (embedding vector_cosine_ops)"))
+        index_s = time.perf_counter() - index_started
+        log(f"HNSW indexes built in {index_s:.1f} s")
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table in ("conversation_messages", "message_keys", "memory_items", "weekly_reports"):
+            conn.execute(text(f"vacuum analyze {table}"))
+    return {
+        "load_s": round(load_s, 1),
+        "index_s": round(index_s, 1),
+        "embed_and_extras_s": round(time.perf_counter() - started, 1),
+    }
+
+
+def time_context(
+    settings: Any, scopes: int, rng: random.Random, calls: int, warmup: int
+) -> tuple[list[float], str]:
+    """Milliseconds of whole build_context calls (query embedding included), after a warm-up."""
+    from strataflow.database import engine_for
+
+    try:
+        from strataflow.context import build_context
+
+        how = "strataflow.context.build_context"
+    except ImportError:  # the context builder not there: time the retrieval it would call
+        from strataflow.retrieval import search
+
+        how = "strataflow.retrieval.search (no context builder found)"
+
+        def build_context(conn: Any, settings: Any, namespace: str, subject_id: str, query: str) -> Any:  # type: ignore[misc]
+            return search(conn, settings, namespace, query, subject_id=subject_id)
+
+    timings = []
+    with engine_for(settings).connect() as conn:
+        for n in range(warmup + calls):
+            subject = f"s{rng.randrange(scopes)}"
+            query = fill(rng.choice(QUESTIONS), rng)
+            started = time.perf_counter()
+            build_context(conn, settings, NAMESPACE, subject, query)
+            conn.rollback()
+            if n >= warmup:
+                timings.append((time.perf_counter() - started) * 1000)
+    return timings, how
+
+
+INSERT_ONE_MESSAGE = """
+with new_key as (
+    insert into message_keys (namespace, source, source_message_id, subject_id, conversation_id, event_at,
+                              content_hash)
+    values (:namespace, :source, :source_message_id, :subject_id, :conversation_id, :event_at, :content_hash)
+    on conflict (namespace, source, source_message_id) do nothing
+    returning message_id
+)
+insert into conversation_messages (message_id, namespace, subject_id, agent_id, conversation_id, source,
+    source_message_id, role, content, content_hash, lang, intent, event_at, expires_at, metadata, fts)
+select new_key.message_id, :namespace, :subject_id, :agent_id, :conversation_id, :source, :source_message_id,
+    :role, :content, :content_hash, :lang, :intent, :event_at,
+    :event_at + make_interval(days => :retention_days), cast(:metadata as jsonb),
+    to_tsvector('english', :fts_en) || to_tsvector('simple', :fts_zh)
+from new_key
+"""
+
+
+def time_writes(settings: Any, scopes: int, rng: random.Random, calls: int, warmup: int) -> list[float]:
+    """Milliseconds of one validated message write, without embedding: the ingest validation and enrichment
+    (MessageRecord, language, intent, hash, full-text parts: strataflow.enrich.prepare_chunk) of one record,
+    then its partition check and one insert statement (key + message), committed."""
+
+    from strataflow.database import engine_for
+    from strataflow.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
+
+    options = ChunkOptions(
+        default_source="bench-write",
+        tz=settings.tz,
+        max_content_chars=settings.max_content_chars,
+        retention_days=settings.retention_days,
+        namespace=NAMESPACE,
+    )
+    insert, ensure = text(INSERT_ONE_MESSAGE), text("select ensure_message_partitions(:event_at, :event_at)")
+    timings = []
+    with engine_for(settings).connect() as conn:
+        for n in range(warmup + calls):
+            record = {
+                "conversation_id": "live",
+                "subject_id": f"s{rng.randrange(scopes)}",
+                "source_message_id": f"w{n}-{rng.random()}",
+                "role": "user",
+                "content": fill(rng.choice(TEMPLATES), rng),
+                "created_at": datetime.now(UTC).isoformat(),
+            }
+            started = time.perf_counter()
+            chunk = prepare_chunk([(n, None, record)], options)
+            if not chunk.rows:
+                raise RuntimeError(f"the timed record did not validate: {chunk.quarantined}")
+            row = {
+                **dict(zip(STAGE_COLUMNS, chunk.rows[0], strict=True)),
+                "retention_days": settings.retention_days,
+            }
+            conn.execute(ensure, row)
+            inserted = conn.execute(insert, row).rowcount
+            conn.commit()
+            elapsed = (time.perf_counter() - started) * 1000
+            if inserted != 1:
+                raise RuntimeError("the timed write did not insert its message")
+            if n >= warmup:
+                timings.append(elapsed)
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="L1 messages to load (default 1,000,000)")
+    parser.add_argument("--scopes", type=int, default=10_000, help="subjects the messages spread over")
+    parser.add_argument("--calls", type=int, default=200, help="timed calls of each kind")
+    args = parser.parse_args(argv)
+    from strataflow import migrations
+    from strataflow.config import load_settings
+    from strataflow.database import dispose_engines, engine_for
+    from strataflow.embeddings import get_embedder
+
+    settings = load_settings()
+    migrations.upgrade(engine_for(settings))
+    dispose_engines()  # connections opened before the vector type existed have no pgvector adapter
+    rng = random.Random(42)
+    scopes = max(1, min(args.scopes, args.rows))
+    loaded = load(settings, args.rows, scopes, rng)
+    get_embedder(settings).encode(["warm up the model"])
+    context_ms, how = time_context(settings, scopes, rng, args.calls, warmup=20)
+    write_ms = time_writes(settings, scopes, rng, args.calls, warmup=10)
+    print(
+        json.dumps(
+            {
+                "rows": args.rows,
+                "scopes": scopes,
+                "context_p50_ms": percentile(context_ms, 50),
+                "context_p95_ms": percentile(context_ms, 95),
+                "write_p50_ms": percentile(write_ms, 50),
+                "write_p95_ms": percentile(write_ms, 95),
+                "context_call": how,
+                **loaded,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
