@@ -45,6 +45,8 @@ CREATE_STAGE = text(
     ) on commit delete rows
     """
 )
+# The staging tables empty themselves at commit; a caller writing two chunks in one transaction needs this too.
+CLEAR_STAGE = text("truncate ingest_stage, ingest_changed")
 COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
 # One call per distinct UTC week in the chunk (not the whole min..max range, which may be years apart).
 ENSURE_PARTITIONS = text(
@@ -162,6 +164,7 @@ def write_chunk(
     if not chunk.rows:
         return counts
     conn.execute(CREATE_STAGE)
+    conn.execute(CLEAR_STAGE)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     with cursor.copy(COPY_STAGE) as copy:
         copy.write(chunk.payload)
