@@ -6,10 +6,14 @@ see each other's rows; tests of plain functions use `conn`, rolled back at the e
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection, Engine
@@ -85,3 +89,64 @@ def locomo_path() -> Path:
     if not path.exists():
         pytest.fail(f"LoCoMo dev set not found at {path}: ../shared must sit beside the repository")
     return path
+
+
+class ScriptedLLMServer:
+    """An OpenAI-compatible /v1/chat/completions server on 127.0.0.1 (litellm's real HTTP path in tests).
+
+    Replies first from `script` [(status, content)] in order, then 200 with `fallback(body)`. Records each
+    request body and its Authorization header.
+    """
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, str]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
+        self.fallback: Callable[[dict[str, Any]], str] = lambda body: '{"items": []}'
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(body)
+                server.authorizations.append(self.headers.get("Authorization", ""))
+                status, content = server.script.pop(0) if server.script else (200, server.fallback(body))
+                if status == 200:
+                    payload: dict[str, Any] = {
+                        "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
+                        "model": body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+                    }  # fmt: skip
+                else:
+                    kind = "rate_limit" if status == 429 else "server_error"
+                    payload = {"error": {"message": content, "type": kind}}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def prompt_of(self, index: int) -> str:
+        return "\n".join(m["content"] for m in self.requests[index]["messages"])
+
+    def prompts(self) -> list[str]:
+        return [self.prompt_of(index) for index in range(len(self.requests))]
+
+
+@pytest.fixture
+def scripted_llm_server() -> Iterator[ScriptedLLMServer]:
+    server = ScriptedLLMServer()
+    server.thread.start()
+    yield server
+    server.httpd.shutdown()
+    server.httpd.server_close()

@@ -4,9 +4,7 @@ helper that writes L1 rows the way ingest does (through tasks.ingest.ingest_logs
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,69 +12,11 @@ import pytest
 
 DUMMY_KEY = "sk-test-dummy-key-1234567890"
 
-Reply = tuple[int, str]  # (HTTP status, assistant content or error body)
-
-
-class ScriptedLLMServer:
-    """Answers /v1/chat/completions: first from the script (status, content) in order, then fallback()."""
-
-    def __init__(self) -> None:
-        self.script: list[Reply] = []
-        self.requests: list[dict[str, Any]] = []
-        self.api_key = DUMMY_KEY
-        self.fallback: Callable[[dict[str, Any]], str] = lambda body: '{"items": []}'
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                status, content = server.script.pop(0) if server.script else (200, server.fallback(body))
-                if status == 200:
-                    payload = {
-                        "id": f"chatcmpl-{len(server.requests)}",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": content},
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-                    }
-                else:
-                    payload = {
-                        "error": {"message": content, "type": "rate_limit" if status == 429 else "server"}
-                    }
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def prompt_of(self, index: int) -> str:
-        return "\n".join(m["content"] for m in self.requests[index]["messages"])
-
-
 @pytest.fixture
-def llm_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLMServer]:
+def llm_server(monkeypatch: pytest.MonkeyPatch, scripted_llm_server: Any) -> Any:
+    """The session's scripted OpenAI-compatible server, with a dummy key in the environment."""
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY_KEY)
-    server = ScriptedLLMServer()
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    return scripted_llm_server
 
 
 @pytest.fixture

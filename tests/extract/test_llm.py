@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -54,7 +55,7 @@ def test_rate_limit_then_bad_json_then_valid_json_succeeds_with_three_ledger_row
     assert rows[2][2:6] == (100, 20, "extract", "openai/test-model")
     # the repair call showed the model its broken reply and the validation error
     assert "did not match" in llm_server.prompt_of(2) and '"key": "age"' in llm_server.prompt_of(2)
-    assert all(llm_server.api_key not in (r[6] or "") for r in rows)
+    assert all(os.environ["OPENAI_API_KEY"] not in (r[6] or "") for r in rows)
     assert gateway.tokens_used == 240 and gateway.requests_sent == 3
 
 
