@@ -170,7 +170,6 @@ def main() -> None:
     engine = engine_for(settings)
 
     from strataflow.sample import write_sample
-
     from tasks.ingest import ingest_logs
 
     namespace = f"bench_extract_{uuid.uuid4().hex[:8]}"

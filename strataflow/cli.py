@@ -1,4 +1,4 @@
-"""The `strataflow` command. Each command group lives in strataflow/commands/<area>.py and registers itself."""
+"""The `strataflow` command; each command group lives in strataflow/commands/<area>.py and registers."""
 
 from __future__ import annotations
 
@@ -38,11 +38,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details to stderr."),
 ) -> None:
     """strataflow: turn conversation logs and data assets into three-layer memory."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
 
 
 for _name in COMMAND_MODULES:

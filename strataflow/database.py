@@ -1,4 +1,4 @@
-"""Database access: the connection URL (embedded or external) and one SQLAlchemy engine per URL per process."""
+"""Database access: the connection URL (embedded or external) and one SQLAlchemy engine per URL."""
 
 from __future__ import annotations
 

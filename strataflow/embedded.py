@@ -72,7 +72,9 @@ def stop(home: Path) -> bool:
     pgdata = pgdata_dir(home)
     if not is_running(home):
         return False
-    result = _run_as_server_user([str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"])
+    result = _run_as_server_user(
+        [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"]
+    )
     if result.returncode != 0:
         raise RuntimeError(f"pg_ctl stop failed for {pgdata}: {result.stderr.strip()}")
     return True

@@ -33,7 +33,8 @@ INSERT_APPLIED = text("insert into schema_migrations (name, checksum) values (:n
 
 
 MISSING_EXTENSION = re.compile(
-    r'extension "([a-z0-9_]+)" is not available|could not open extension control file ".*/([a-z0-9_]+)\.control"',
+    r'extension "([a-z0-9_]+)" is not available'
+    r'|could not open extension control file ".*/([a-z0-9_]+)\.control"',
     re.IGNORECASE,
 )
 
@@ -100,7 +101,7 @@ def upgrade(engine: Engine, sql_dir: Path = SQL_DIR) -> list[str]:
 
 
 def _secure_new_relations(engine: Engine) -> None:
-    """Re-apply namespace row-level security and grants, so tables and views added by later files are covered."""
+    """Re-apply namespace row-level security and grants, covering tables and views added by later files."""
     with engine.begin() as conn:
         if conn.execute(text("select to_regprocedure('strataflow_apply_namespace_security()')")).scalar():
             conn.execute(text("select strataflow_apply_namespace_security()"))
@@ -115,8 +116,8 @@ def _already_applied(conn: Connection, migration: Migration) -> bool:
     if row.checksum != migration.checksum:
         raise MigrationError(
             f"sql/{migration.name} was edited after it was applied (checksum {row.checksum[:12]} in the "
-            f"database, {migration.checksum[:12]} on disk). Applied migrations are immutable: revert the edit "
-            "and put the change in a new numbered file."
+            f"database, {migration.checksum[:12]} on disk). Applied migrations are immutable: revert the "
+            "edit and put the change in a new numbered file."
         )
     return True
 
@@ -130,7 +131,9 @@ def _apply(conn: Connection, migration: Migration) -> None:
         message = str(getattr(exc, "orig", None) or exc).strip()
         missing = MISSING_EXTENSION.search(message)
         if missing:
-            raise MigrationError(_missing_extension_help(migration.name, missing.group(1) or missing.group(2))) from None
+            raise MigrationError(
+                _missing_extension_help(migration.name, missing.group(1) or missing.group(2))
+            ) from None
         raise MigrationError(f"sql/{migration.name} failed: {message}") from None
     conn.execute(INSERT_APPLIED, {"name": migration.name, "checksum": migration.checksum})
 
@@ -139,8 +142,8 @@ def _missing_extension_help(migration_name: str, extension: str) -> str:
     hint = ""
     if extension == "vector":
         hint = (
-            " Install pgvector on the server (Debian/Ubuntu: apt install postgresql-16-pgvector; elsewhere see "
-            "pgvector's install guide), or unset DATABASE_URL to use the embedded server, which ships it."
+            " Install pgvector on the server (Debian/Ubuntu: apt install postgresql-16-pgvector; elsewhere "
+            "see pgvector's install guide), or unset DATABASE_URL to use the embedded server, which ships it."
         )
     return (
         f"sql/{migration_name} needs the PostgreSQL extension {extension!r}, which this server does not have "

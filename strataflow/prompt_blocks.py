@@ -30,13 +30,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# The closing marker must start a line: JSON lines never hold a raw newline, so user text cannot close a block.
+# The closing marker must start a line: JSON lines hold no raw newline, so user text cannot close a block.
 BLOCK = re.compile(r"<(?P<name>[a-z_]+)>\n(?P<body>.*?)\n</(?P=name)>", re.DOTALL)
 
 
 def json_lines_block(name: str, records: Iterable[Mapping[str, Any]]) -> str:
     """A <name> block holding one JSON object per line (non-ASCII kept readable)."""
-    lines = [json.dumps(dict(record), ensure_ascii=False, default=str, separators=(",", ":")) for record in records]
+    lines = [
+        json.dumps(dict(record), ensure_ascii=False, default=str, separators=(",", ":")) for record in records
+    ]
     return f"<{name}>\n" + "\n".join(lines) + f"\n</{name}>"
 
 

@@ -59,7 +59,11 @@ def finish_run(
 
 
 def finish_run_in(
-    conn: Connection, run_id: uuid.UUID, status: str, counts: dict[str, Any] | None = None, error: str | None = None
+    conn: Connection,
+    run_id: uuid.UUID,
+    status: str,
+    counts: dict[str, Any] | None = None,
+    error: str | None = None,
 ) -> None:
     conn.execute(
         FINISH_RUN,

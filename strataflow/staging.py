@@ -45,7 +45,7 @@ CREATE_STAGE = text(
     ) on commit delete rows
     """
 )
-# The staging tables empty themselves at commit; a caller writing two chunks in one transaction needs this too.
+# The staging tables empty at commit; a caller writing two chunks in one transaction needs this too.
 CLEAR_STAGE = text("truncate ingest_stage, ingest_changed")
 COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
 # One call per distinct UTC week in the chunk (not the whole min..max range, which may be years apart).

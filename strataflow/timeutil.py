@@ -39,4 +39,6 @@ def week_bounds(monday: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
 
 def day_bounds(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
     """[start, end) of a calendar day in tz."""
-    return datetime.combine(day, time.min, tzinfo=tz), datetime.combine(day + timedelta(days=1), time.min, tzinfo=tz)
+    return datetime.combine(day, time.min, tzinfo=tz), datetime.combine(
+        day + timedelta(days=1), time.min, tzinfo=tz
+    )

@@ -12,6 +12,7 @@ import pytest
 
 DUMMY_KEY = "sk-test-dummy-key-1234567890"
 
+
 @pytest.fixture
 def llm_server(monkeypatch: pytest.MonkeyPatch, scripted_llm_server: Any) -> Any:
     """The session's scripted OpenAI-compatible server, with a dummy key in the environment."""

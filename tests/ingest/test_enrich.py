@@ -158,9 +158,13 @@ def test_two_chunks_written_in_one_transaction_each_count_only_their_own_rows(co
     first = prepare_chunk([(1, None, GOOD)], options)
     second = prepare_chunk([(2, None, {**GOOD, "source_message_id": "m2"})], options)
     counts = [write_chunk(conn, chunk, 1, None, 30) for chunk in (first, second)]
-    stored = conn.execute(
-        text("select source_message_id from conversation_messages where namespace = :ns order by 1"),
-        {"ns": namespace},
-    ).scalars().all()
+    stored = (
+        conn.execute(
+            text("select source_message_id from conversation_messages where namespace = :ns order by 1"),
+            {"ns": namespace},
+        )
+        .scalars()
+        .all()
+    )
     assert [(c.inserted, c.updated, c.skipped) for c in counts] == [(1, 0, 0), (1, 0, 0)]
     assert stored == ["m1", "m2"]

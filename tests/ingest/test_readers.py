@@ -66,7 +66,8 @@ def test_csv_reader_applies_the_column_mapping_and_flags_short_rows(tmp_path: Pa
             ["c1", "u1", "7", "user", "multi\nline, with comma", "2026-11-01 10:00:00", '{"a": 1}']
         )
         writer.writerow(["c1", "u1"])
-        writer.writerow(["c1", "u1", "8", "user", "x" * 200_000, "2026-11-01", "{}"])  # over csv's field limit
+        # over csv's field size limit
+        writer.writerow(["c1", "u1", "8", "user", "x" * 200_000, "2026-11-01", "{}"])
         writer.writerow(["c1", "u1", "9", "user", "still read", "2026-11-01", "{}"])
     mapping = load_mapping(
         ["thread=conversation_id", "user=subject_id", "msg_id=source_message_id", "speaker_role=role"]

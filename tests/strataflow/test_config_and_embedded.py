@@ -16,14 +16,19 @@ from strataflow.database import libpq_url
 @pytest.mark.parametrize(
     ("env_name", "value", "message"),
     [
-        ("STRATAFLOW_TIMEZONE", "Mars/Olympus", "STRATAFLOW_TIMEZONE: .*unknown time zone"),  # not an IANA zone
+        (
+            "STRATAFLOW_TIMEZONE",
+            "Mars/Olympus",
+            "STRATAFLOW_TIMEZONE: .*unknown time zone",
+        ),  # not an IANA zone
         ("STRATAFLOW_RETENTION_DAYS", "0", "STRATAFLOW_RETENTION_DAYS: .*greater than or equal to 1"),
         ("STRATAFLOW_EMBEDDING_DIM", "768", "STRATAFLOW_EMBEDDING_DIM: .*vector\\(384\\)"),  # schema is 384-d
         ("STRATAFLOW_TASK_RUNNER", "celery", "STRATAFLOW_TASK_RUNNER: .*'thread' or 'dask'"),
     ],
 )
-def test_bad_setting_fails_naming_the_setting(monkeypatch: pytest.MonkeyPatch, env_name: str, value: str,
-                                              message: str) -> None:
+def test_bad_setting_fails_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, env_name: str, value: str, message: str
+) -> None:
     monkeypatch.setenv(env_name, value)
     with pytest.raises(SettingsError, match=message):
         load_settings()
@@ -41,7 +46,12 @@ def test_second_process_reuses_the_running_embedded_server(engine, settings, str
 
     pid_before = PostmasterInfo.read_from_pgdata(strataflow_home / "pg").pid
     env = {**os.environ, "STRATAFLOW_HOME": str(strataflow_home)}
-    out = subprocess.run([sys.executable, "-m", "strataflow.cli", "db", "url"], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "strataflow.cli", "db", "url"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == libpq_url(settings)
     assert PostmasterInfo.read_from_pgdata(strataflow_home / "pg").pid == pid_before

@@ -13,9 +13,19 @@ from strataflow.config import Settings
 from strataflow.database import DatabaseError, check_connection, libpq_url, sqlalchemy_url
 
 CONTRACT_TABLES = [
-    "conversation_messages", "memory_items", "memory_item_versions", "weekly_reports", "insights",
-    "asset_documents", "asset_chunks", "profile_documents", "pipeline_runs", "watermarks", "quarantine",
-    "llm_calls", "deletion_reports",
+    "conversation_messages",
+    "memory_items",
+    "memory_item_versions",
+    "weekly_reports",
+    "insights",
+    "asset_documents",
+    "asset_chunks",
+    "profile_documents",
+    "pipeline_runs",
+    "watermarks",
+    "quarantine",
+    "llm_calls",
+    "deletion_reports",
 ]
 
 
@@ -46,12 +56,22 @@ def test_upgrade_applies_every_file_then_does_nothing(scratch_db: Engine) -> Non
 
 def test_contract_tables_extension_and_indexes_exist(engine: Engine) -> None:
     with engine.connect() as conn:
-        present = {t: conn.execute(text("select to_regclass(:t) is not null"), {"t": t}).scalar() for t in CONTRACT_TABLES}
+        present = {
+            t: conn.execute(text("select to_regclass(:t) is not null"), {"t": t}).scalar()
+            for t in CONTRACT_TABLES
+        }
         assert present == {t: True for t in CONTRACT_TABLES}
         assert conn.execute(text("select extversion from pg_extension where extname = 'vector'")).scalar()
-        indexes = set(conn.execute(text("select indexname from pg_indexes where schemaname = 'public'")).scalars())
-    for index in ("conversation_messages_embedding_idx", "conversation_messages_fts_idx",
-                  "memory_items_embedding_idx", "asset_chunks_fts_idx", "weekly_reports_embedding_idx"):
+        indexes = set(
+            conn.execute(text("select indexname from pg_indexes where schemaname = 'public'")).scalars()
+        )
+    for index in (
+        "conversation_messages_embedding_idx",
+        "conversation_messages_fts_idx",
+        "memory_items_embedding_idx",
+        "asset_chunks_fts_idx",
+        "weekly_reports_embedding_idx",
+    ):
         assert index in indexes
 
 

@@ -15,9 +15,10 @@ def test_partitions_cover_any_date_once(engine: Engine) -> None:
     with engine.begin() as conn:
         first = conn.execute(ENSURE, {"a": at}).scalar()
         again = conn.execute(ENSURE, {"a": at}).scalar()
-        bounds = conn.execute(text(
-            "select pg_get_expr(relpartbound, oid) from pg_class where relname = 'conversation_messages_w1999_10'"
-        )).scalar()
+        bounds = conn.execute(
+            text("select pg_get_expr(relpartbound, oid) from pg_class where relname = :name"),
+            {"name": "conversation_messages_w1999_10"},
+        ).scalar()
     assert (first, again) == (1, 0)
     assert "'1999-03-08 00:00:00+00'" in bounds and "'1999-03-15 00:00:00+00'" in bounds
 
