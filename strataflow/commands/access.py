@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import cli_errors, settings_or_exit
 
 access_app = typer.Typer(help="Roles and namespace grants (row-level security).", no_args_is_help=True)
 
@@ -13,12 +13,6 @@ def _engine():  # type: ignore[no-untyped-def]
     from strataflow.database import engine_for
 
     return engine_for(settings_or_exit())
-
-
-def _access_errors():  # type: ignore[no-untyped-def]
-    from strataflow.access import AccessError
-
-    return AccessError
 
 
 @access_app.command("create-role")
@@ -36,17 +30,11 @@ def create_role(
     Example: strataflow access create-role bi --kind analyst
     """
     from strataflow import access
+    from strataflow.database import engine_for
 
     settings = settings_or_exit()
-    engine = _engine()
-    with cli_errors():
-        try:
-            with engine.begin() as conn:
-                password = access.create_role(
-                    conn, name, kind, with_password=settings.database_url is not None
-                )
-        except access.AccessError as exc:
-            raise UserError(str(exc)) from None
+    with cli_errors(), engine_for(settings).begin() as conn:
+        password = access.create_role(conn, name, kind, with_password=settings.database_url is not None)
     typer.echo(f"created {kind} role {name}", err=True)
     if password:
         typer.echo(f"password (shown once): {password}")
@@ -63,12 +51,8 @@ def grant(
     """
     from strataflow import access
 
-    with cli_errors():
-        try:
-            with _engine().begin() as conn:
-                added = access.grant(conn, name, namespace)
-        except access.AccessError as exc:
-            raise UserError(str(exc)) from None
+    with cli_errors(), _engine().begin() as conn:
+        added = access.grant(conn, name, namespace)
     typer.echo(f"{'granted' if added else 'already granted'}: {name} -> {namespace}", err=True)
 
 
@@ -83,12 +67,8 @@ def revoke(
     """
     from strataflow import access
 
-    with cli_errors():
-        try:
-            with _engine().begin() as conn:
-                removed = access.revoke(conn, name, namespace)
-        except access.AccessError as exc:
-            raise UserError(str(exc)) from None
+    with cli_errors(), _engine().begin() as conn:
+        removed = access.revoke(conn, name, namespace)
     typer.echo(f"{'revoked' if removed else 'was not granted'}: {name} -> {namespace}", err=True)
 
 

@@ -20,10 +20,11 @@ class UserError(RuntimeError):
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
+    from strataflow.access import AccessError
     from strataflow.database import DatabaseError
     from strataflow.migrations import MigrationError
 
-    return (SettingsError, UserError, DatabaseError, MigrationError)
+    return (SettingsError, UserError, DatabaseError, MigrationError, AccessError)
 
 
 @contextmanager

@@ -212,3 +212,16 @@ def test_an_agent_cannot_list_the_namespaces_of_another_role(
         missing = conn.execute(text("select strataflow_visible_namespaces('no_such_role')")).scalars().all()
     assert own == [scopes["alpha"]]
     assert other == [] and missing == []
+
+
+def test_access_cli_reports_a_bad_request_as_one_line_and_exit_1(engine: Engine) -> None:
+    from typer.testing import CliRunner
+
+    from strataflow.cli import app
+
+    bad = CliRunner().invoke(app, ["access", "create-role", "Bad-Name", "--kind", "agent"])
+    ghost = CliRunner().invoke(app, ["access", "grant", "ghost_role", "--namespace", "alpha"])
+    assert (bad.exit_code, ghost.exit_code) == (1, 1)
+    assert "error: role name 'Bad-Name' must be lower snake_case" in bad.output
+    assert "error: no role 'ghost_role'" in ghost.output
+    assert bad.exception is None or isinstance(bad.exception, SystemExit)
