@@ -356,12 +356,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import dispose_engines, engine_for
+    from strataflow.database import engine_for
     from strataflow.embeddings import get_embedder
 
     settings = load_settings()
     migrations.upgrade(engine_for(settings))
-    dispose_engines()  # connections opened before the vector type existed have no pgvector adapter
     rng = random.Random(42)
     scopes = max(1, min(args.scopes, args.rows))
     loaded = load(settings, args.rows, scopes, rng)

@@ -143,14 +143,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import dispose_engines, engine_for
+    from strataflow.database import engine_for
     from strataflow.embeddings import encode_count, get_embedder
     from tasks.embed import embed_pending
 
     settings = load_settings()
-    migrations.upgrade(engine_for(settings))
-    dispose_engines()  # reconnect so the vector type is registered on new connections
     engine = engine_for(settings)
+    migrations.upgrade(engine)
     run = uuid.uuid4().hex[:8]
     texts = bench_texts(args.texts, seed=args.texts)
     rounds = max(1, min(args.rounds, len(texts)))

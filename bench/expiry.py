@@ -208,12 +208,12 @@ def main(argv: list[str] | None = None) -> None:
 
     from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import dispose_engines, engine_for
+    from strataflow.database import engine_for
 
     settings = load_settings()
-    migrations.upgrade(engine_for(settings))  # a fresh STRATAFLOW_HOME: create and migrate the database first
-    dispose_engines()
-    result = run(engine_for(settings), args.rows, args.keep)
+    engine = engine_for(settings)
+    migrations.upgrade(engine)  # a fresh STRATAFLOW_HOME: create and migrate the database first
+    result = run(engine, args.rows, args.keep)
     print(json.dumps(result))
 
 

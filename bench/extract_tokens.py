@@ -29,7 +29,7 @@ from sqlalchemy import Engine, text
 from models.llm import ExtractionOutput
 from strataflow import migrations
 from strataflow.config import Settings, load_settings
-from strataflow.database import dispose_engines, engine_for
+from strataflow.database import engine_for
 from strataflow.llm import LLMGateway
 from strataflow.prompt_blocks import json_lines_block, task_block, text_block
 from strataflow.runs import finish_run, start_run
@@ -166,8 +166,6 @@ def main() -> None:
     )
     engine = engine_for(settings)
     migrations.upgrade(engine)
-    dispose_engines()
-    engine = engine_for(settings)
 
     from strataflow.sample import write_sample
     from tasks.ingest import ingest_logs

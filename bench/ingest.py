@@ -29,7 +29,7 @@ from sqlalchemy import Engine, text
 
 from strataflow import migrations
 from strataflow.config import Settings, load_settings
-from strataflow.database import dispose_engines, engine_for
+from strataflow.database import engine_for
 from strataflow.textsearch import chinese_tokens
 
 COPY_TABLE = "bench_copy_messages"
@@ -193,8 +193,6 @@ def main() -> None:
     settings = load_settings(**({"ingest_chunk_rows": args.chunk_rows} if args.chunk_rows else {}))
     engine = engine_for(settings)
     migrations.upgrade(engine)
-    dispose_engines()
-    engine = engine_for(settings)
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         english, mixed = Path(tmp) / "bench_en.jsonl", Path(tmp) / "bench_zh.jsonl"
         print(f"generating {args.rows:,} + {zh_rows:,} messages", file=sys.stderr)

@@ -80,15 +80,14 @@ def question_recall(evidence: list[str], found: list[tuple[int, int]], ks: list[
 def run(data: Path, ks: list[int]) -> dict[str, Any]:
     from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import dispose_engines, engine_for
+    from strataflow.database import engine_for
     from strataflow.embeddings import get_embedder
     from strataflow.retrieval import search
 
     started = time.perf_counter()
     settings = load_settings()
-    migrations.upgrade(engine_for(settings))
-    dispose_engines()  # connections opened before the vector type existed have no pgvector adapter
     engine = engine_for(settings)
+    migrations.upgrade(engine)
     samples = json.loads(data.read_text(encoding="utf-8"))
     samples = samples if isinstance(samples, list) else [samples]
     embedder = get_embedder(settings)

@@ -194,7 +194,7 @@ def _next_steps() -> str:
 def run_demo(settings: Settings, out: Path | None = None) -> str:
     """Run the tour and return what to print."""
     from strataflow import migrations
-    from strataflow.database import check_connection, dispose_engines, engine_for
+    from strataflow.database import check_connection, engine_for
 
     started = time.monotonic()
     total = 5
@@ -206,7 +206,6 @@ def run_demo(settings: Settings, out: Path | None = None) -> str:
     step(f"embedded database under {settings.home} (schema upgrade)")
     check_connection(settings)
     migrations.upgrade(engine_for(settings))
-    dispose_engines()  # connections opened before the vector extension existed lack its type adapter
     out = (out or settings.home / "demo").expanduser().resolve()
     step(f"bilingual sample in {out}")
     out.mkdir(parents=True, exist_ok=True)

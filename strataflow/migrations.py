@@ -97,6 +97,9 @@ def upgrade(engine: Engine, sql_dir: Path = SQL_DIR) -> list[str]:
             applied_now.append(migration.name)
     if applied_now:
         _secure_new_relations(engine)
+        # Pooled connections opened before the vector type existed have no pgvector adapter (database.py
+        # registers it on connect): drop them so every later connection gets it.
+        engine.dispose()
     return applied_now
 
 

@@ -56,8 +56,7 @@ def engine(settings: Settings) -> Engine:
 
     engine = engine_for(settings)
     migrations.upgrade(engine)  # the same code path as `strataflow db upgrade`
-    dispose_engines()  # drop connections opened before the vector type existed (no pgvector adapter on them)
-    return engine_for(settings)
+    return engine
 
 
 @pytest.fixture
