@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Engine, text
 
 INSERT_RUN = text(
     """
@@ -55,17 +55,12 @@ def finish_run(
 ) -> None:
     """Close a run: completed, failed or budget_stopped, with its counts."""
     with engine.begin() as conn:
-        finish_run_in(conn, run_id, status, counts, error)
-
-
-def finish_run_in(
-    conn: Connection,
-    run_id: uuid.UUID,
-    status: str,
-    counts: dict[str, Any] | None = None,
-    error: str | None = None,
-) -> None:
-    conn.execute(
-        FINISH_RUN,
-        {"run_id": run_id, "status": status, "counts": json.dumps(counts or {}, default=str), "error": error},
-    )
+        conn.execute(
+            FINISH_RUN,
+            {
+                "run_id": run_id,
+                "status": status,
+                "counts": json.dumps(counts or {}, default=str),
+                "error": error,
+            },
+        )
