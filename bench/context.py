@@ -7,10 +7,11 @@ rebuilt after the load with maintenance_work_mem = 1GB), and adds L2 items (3 pe
 reports (1 per subject) with text, full-text vectors and embeddings. All of it in namespace `bench_context`.
 
 Then, after a warm-up, times:
-- `context_*_ms`: the whole `strataflow.context.build_context` call for a random subject and a question
-  (classification, L2/L3 reads, embedding the query with the real model, hybrid retrieval, token budget);
+- `context_*_ms`: the whole `strataflow.retrieval.context.build_context` call for a random subject and a
+  question (classification, L2/L3 reads, embedding the query with the real model, hybrid retrieval, token
+  budget);
 - `write_*_ms`: one validated message written, without embedding: the ingest's validation and enrichment
-  (`strataflow.enrich.prepare_chunk`: MessageRecord, language, intent, hash, full-text parts), then one
+  (`strataflow.ingest.enrich.prepare_chunk`: MessageRecord, language, intent, hash, full-text parts), then one
   insert of key and message (the batch path, `tasks.ingest.write_chunk`, stages through COPY and a temp
   table, which pays off for chunks, not for one record).
 Prints one JSON line last. Targets: context p95 <= 50 ms, write p95 <= 10 ms.
@@ -189,7 +190,7 @@ from generate_series(0, :scopes - 1) s join bench_pool a on a.i = s % 1000
 
 def load(settings: Any, rows: int, scopes: int, rng: random.Random) -> dict[str, float]:
     """Messages through the real ingest path, then embeddings, the HNSW index, L2 items and L3 reports."""
-    from strataflow.database import engine_for
+    from strataflow.db.engine import engine_for
     from tasks.ingest import ingest_logs
 
     engine = engine_for(settings)
@@ -257,16 +258,16 @@ def time_context(
     settings: Any, scopes: int, rng: random.Random, calls: int, warmup: int
 ) -> tuple[list[float], str]:
     """Milliseconds of whole build_context calls (query embedding included), after a warm-up."""
-    from strataflow.database import engine_for
+    from strataflow.db.engine import engine_for
 
     try:
-        from strataflow.context import build_context
+        from strataflow.retrieval.context import build_context
 
-        how = "strataflow.context.build_context"
+        how = "strataflow.retrieval.context.build_context"
     except ImportError:  # the context builder not there: time the retrieval it would call
-        from strataflow.retrieval import search
+        from strataflow.retrieval.search import search
 
-        how = "strataflow.retrieval.search (no context builder found)"
+        how = "strataflow.retrieval.search.search (no context builder found)"
 
         def build_context(conn: Any, settings: Any, namespace: str, subject_id: str, query: str) -> Any:  # type: ignore[misc]
             return search(conn, settings, namespace, query, subject_id=subject_id)
@@ -304,11 +305,11 @@ from new_key
 
 def time_writes(settings: Any, scopes: int, rng: random.Random, calls: int, warmup: int) -> list[float]:
     """Milliseconds of one validated message write, without embedding: the ingest validation and enrichment
-    (MessageRecord, language, intent, hash, full-text parts: strataflow.enrich.prepare_chunk) of one record,
-    then its partition check and one insert statement (key + message), committed."""
+    (MessageRecord, language, intent, hash, full-text parts: strataflow.ingest.enrich.prepare_chunk) of one
+    record, then its partition check and one insert statement (key + message), committed."""
 
-    from strataflow.database import engine_for
-    from strataflow.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
+    from strataflow.db.engine import engine_for
+    from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
 
     options = ChunkOptions(
         default_source="bench-write",
@@ -354,10 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scopes", type=int, default=10_000, help="subjects the messages spread over")
     parser.add_argument("--calls", type=int, default=200, help="timed calls of each kind")
     args = parser.parse_args(argv)
-    from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import engine_for
-    from strataflow.embeddings import get_embedder
+    from strataflow.db import migrations
+    from strataflow.db.engine import engine_for
+    from strataflow.llm.embeddings import get_embedder
 
     settings = load_settings()
     migrations.upgrade(engine_for(settings))

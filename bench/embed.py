@@ -141,10 +141,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=10, help="Alternate encode and stage this many times.")
     args = parser.parse_args(argv)
 
-    from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import engine_for
-    from strataflow.embeddings import encode_count, get_embedder
+    from strataflow.db import migrations
+    from strataflow.db.engine import engine_for
+    from strataflow.llm.embeddings import encode_count, get_embedder
     from tasks.embed import embed_pending
 
     settings = load_settings()

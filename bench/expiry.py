@@ -206,9 +206,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.rows < 1000:
         parser.error("--rows must be at least 1000")
 
-    from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import engine_for
+    from strataflow.db import migrations
+    from strataflow.db.engine import engine_for
 
     settings = load_settings()
     engine = engine_for(settings)

@@ -1,6 +1,6 @@
 """Batched extraction vs a per-message approach (mem0 v1 style): `python -m bench.extract_tokens`.
 
-Over the default sample (strataflow.sample, written to a temp dir and ingested into namespace
+Over the default sample (strataflow.demo.sample, written to a temp dir and ingested into namespace
 bench_extract_<id>):
 - batched: tasks.extract.extract_new, the real stage (one call per scope batch with the existing keys);
   its prompt tokens are read from the LLM ledger (llm_calls) of its run;
@@ -27,12 +27,12 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from models.llm import ExtractionOutput
-from strataflow import migrations
 from strataflow.config import Settings, load_settings
-from strataflow.database import engine_for
-from strataflow.llm import LLMGateway
-from strataflow.prompt_blocks import json_lines_block, task_block, text_block
-from strataflow.runs import finish_run, start_run
+from strataflow.db import migrations
+from strataflow.db.engine import engine_for
+from strataflow.llm.gateway import LLMGateway
+from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.ops.runs import finish_run, start_run
 from tasks.extract import EXTRACT_ROLES, EXTRACT_SYSTEM, extract_new
 
 PER_MESSAGE_PROMPT_VERSION = "bench-per-message-v1"
@@ -167,7 +167,7 @@ def main() -> None:
     engine = engine_for(settings)
     migrations.upgrade(engine)
 
-    from strataflow.sample import write_sample
+    from strataflow.demo.sample import write_sample
     from tasks.ingest import ingest_logs
 
     namespace = f"bench_extract_{uuid.uuid4().hex[:8]}"

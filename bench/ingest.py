@@ -27,9 +27,9 @@ from pathlib import Path
 import orjson
 from sqlalchemy import Engine, text
 
-from strataflow import migrations
 from strataflow.config import Settings, load_settings
-from strataflow.database import engine_for
+from strataflow.db import migrations
+from strataflow.db.engine import engine_for
 from strataflow.textsearch import chinese_tokens
 
 COPY_TABLE = "bench_copy_messages"

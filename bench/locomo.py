@@ -1,14 +1,16 @@
 """LoCoMo dialog recall of strataflow's retrieval: `python -m bench.locomo --data PATH [--ks 5,10,25,50]`.
 
 Each conversation goes through the real pipeline: `tasks.ingest.ingest_logs(fmt="locomo")` into a namespace of
-its own, `tasks.embed.embed_pending`, then every question is asked through `strataflow.retrieval.search` over
-L1 messages. Dialog recall as in the LoCoMo paper: per question, the share of its evidence turns found in the
-top k (a question without evidence counts as 1), averaged, in percent, overall and per category.
+its own, `tasks.embed.embed_pending`, then every question is asked through
+`strataflow.retrieval.search.search` over L1 messages. Dialog recall as in the LoCoMo paper: per question, the
+share of its evidence turns found in the top k (a question without evidence counts as 1), averaged, in
+percent, overall and per category.
 
 For reference (LoCoMo paper, Table 3, DRAGON): 56.7 / 66.2 / 76.7 / 82.7 at k = 5 / 10 / 25 / 50.
 
-What was measured on locomo_dev3 (497 questions; k = 5 / 10 / 25 / 50) on the way to strataflow.ranking
-(a prototype with the same recipes in numpy; the last line is this bench through the database):
+What was measured on locomo_dev3 (497 questions; k = 5 / 10 / 25 / 50) on the way to
+strataflow.retrieval.ranking (a prototype with the same recipes in numpy; the last line is this bench through
+the database):
   dense MiniLM, content only                                 19.8 / 28.0 / 44.4 / 60.8
   dense, "speaker: content"                                  36.7 / 47.8 / 61.7 / 72.4
   dense, previous turn + turn                                42.5 / 52.7 / 65.5 / 75.6
@@ -78,11 +80,11 @@ def question_recall(evidence: list[str], found: list[tuple[int, int]], ks: list[
 
 
 def run(data: Path, ks: list[int]) -> dict[str, Any]:
-    from strataflow import migrations
     from strataflow.config import load_settings
-    from strataflow.database import engine_for
-    from strataflow.embeddings import get_embedder
-    from strataflow.retrieval import search
+    from strataflow.db import migrations
+    from strataflow.db.engine import engine_for
+    from strataflow.llm.embeddings import get_embedder
+    from strataflow.retrieval.search import search
 
     started = time.perf_counter()
     settings = load_settings()

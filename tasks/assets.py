@@ -2,7 +2,7 @@
 
 Each asset is one `asset_documents` row (namespace, uri, kind, checksum, version) and its `asset_chunks`
 (content, hash, token estimate, language, full-text vector, embedding through the embedding cache).
-Chunking is in strataflow/chunking.py. An asset whose checksum is unchanged is skipped without being
+Chunking is in strataflow/ingest/chunking.py. An asset whose checksum is unchanged is skipped without being
 parsed or encoded; a changed one replaces all its chunks in one transaction (version + 1) and leaves an
 `asset_replace` row in deletion_reports. A file that cannot be read or parsed (bad UTF-8, bad JSON, an
 unknown extension, a bad JSONL line) goes to quarantine and the other assets continue.
@@ -20,7 +20,9 @@ from prefect import task
 from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, text
 
-from strataflow.asset_readers import (
+from strataflow.config import Settings
+from strataflow.db.engine import engine_for
+from strataflow.ingest.asset_readers import (
     AssetError,
     ParsedAsset,
     asset_files,
@@ -28,10 +30,8 @@ from strataflow.asset_readers import (
     parse_file,
     parse_sql,
 )
-from strataflow.chunking import Chunk
-from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.embeddings import embed_texts_counted
+from strataflow.ingest.chunking import Chunk
+from strataflow.llm.embeddings import embed_texts_counted
 from strataflow.textsearch import TSVECTOR_SQL, content_hash, detect_lang, fts_parts
 
 logger = logging.getLogger(__name__)

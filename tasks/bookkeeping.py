@@ -23,10 +23,10 @@ from sqlalchemy import text
 
 from models.params import DayPlan, RunCounts, RunSummary
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.readers import expand_paths
-from strataflow.runs import finish_run as finish_run_row
-from strataflow.runs import start_run
+from strataflow.db.engine import engine_for
+from strataflow.ingest.readers import expand_paths
+from strataflow.ops.runs import finish_run as finish_run_row
+from strataflow.ops.runs import start_run
 
 logger = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.sql.elements import TextClause
 
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.embeddings import get_embedder, store_vectors, vectors_for
+from strataflow.db.engine import engine_for
+from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 
 from models.lifecycle import ExpireResult
 from strataflow.config import Settings
-from strataflow.database import engine_for
+from strataflow.db.engine import engine_for
 from tasks.rollup import WEEK_HASH_SQL
 
 logger = logging.getLogger(__name__)

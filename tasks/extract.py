@@ -1,7 +1,7 @@
 """Extract: new L1 messages -> durable L2 memory items, one LLM call per scope batch (never per message).
 
 The prompt lives here (EXTRACT_SYSTEM, build_extract_messages), its output schema in models/llm.py
-(ExtractionOutput) and its upsert in strataflow/memory_store.py. Per (namespace, subject) scope: the user
+(ExtractionOutput) and its upsert in strataflow/memory/store.py. Per (namespace, subject) scope: the user
 messages past the scope's 'extract' watermark, chunked to settings.extract_batch_tokens, each chunk sent
 with the compact list of the subject's existing keys; items are applied with the newest event time of their
 source messages and the watermark advances in the same transaction. A budget stop ends the stage cleanly;
@@ -28,12 +28,12 @@ from sqlalchemy import Connection, Engine, text
 from models.common import MemoryKind
 from models.llm import ExtractedItem, ExtractionOutput
 from models.vocabulary import PROFILE_SECTIONS
-from strataflow import memory_store
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.llm import BudgetExhausted, LLMError, LLMGateway
-from strataflow.prompt_blocks import json_lines_block, task_block, text_block
-from strataflow.scopes import (
+from strataflow.db.engine import engine_for
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
+from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.memory import store
+from strataflow.ops.scopes import (
     Scope,
     ScopeMessage,
     advance_watermark,
@@ -212,7 +212,7 @@ def extract_new(
 def _extract_scope(
     engine: Engine, gateway: LLMGateway, scope: Scope, since: datetime | None, result: ExtractResult
 ) -> None:
-    from strataflow.profiles import refresh_documents
+    from strataflow.memory.profiles import refresh_documents
 
     with engine.connect() as conn, scope_lock(conn, STAGE, scope) as acquired:
         if not acquired:
@@ -263,7 +263,7 @@ def _apply_items(
         if not sources or item.kind is MemoryKind.hot_summary:
             result.items_dropped += 1
             continue
-        action = memory_store.upsert_item(
+        action = store.upsert_item(
             conn,
             namespace=scope.namespace,
             subject_id=scope.subject_id,
@@ -287,13 +287,13 @@ def _apply_items(
 
 
 def _count(action: str, item: ExtractedItem, scope: Scope, result: ExtractResult) -> bool:
-    if action == memory_store.NEW:
+    if action == store.NEW:
         result.items_new += 1
-    elif action in memory_store.CHANGED_ACTIONS:
+    elif action in store.CHANGED_ACTIONS:
         result.items_changed += 1
-    elif action == memory_store.KEPT_OLDER:
+    elif action == store.KEPT_OLDER:
         result.items_kept_older += 1
-    elif action == memory_store.MANUAL_PROTECTED:
+    elif action == store.MANUAL_PROTECTED:
         result.manual_conflicts.append(
             {
                 "namespace": scope.namespace,
@@ -305,7 +305,7 @@ def _count(action: str, item: ExtractedItem, scope: Scope, result: ExtractResult
         )
     else:
         result.items_unchanged += 1
-    return action in memory_store.CHANGED_ACTIONS
+    return action in store.CHANGED_ACTIONS
 
 
 def _scope_params(scope: Scope) -> dict[str, str]:

@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 
 from models.lifecycle import ForgetResult
 from strataflow.config import Settings
-from strataflow.database import engine_for
+from strataflow.db.engine import engine_for
 from strataflow.textsearch import content_hash
 
 logger = logging.getLogger(__name__)

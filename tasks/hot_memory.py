@@ -15,12 +15,12 @@ from pydantic import BaseModel
 from sqlalchemy import text
 
 from models.llm import HotSummaryOutput
-from strataflow import memory_store
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.llm import BudgetExhausted, LLMError, LLMGateway
-from strataflow.prompt_blocks import json_lines_block, task_block
-from strataflow.scopes import advance_watermark, pending_scopes, scope_lock
+from strataflow.db.engine import engine_for
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
+from strataflow.llm.prompt_blocks import json_lines_block, task_block
+from strataflow.memory import store
+from strataflow.ops.scopes import advance_watermark, pending_scopes, scope_lock
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def refresh_hot_memory(
             ids = {r.message_id for r in rows}
             sources = [i for i in output.source_message_ids if i in ids] or sorted(ids)
             with conn.begin():
-                action = memory_store.upsert_item(
+                action = store.upsert_item(
                     conn,
                     namespace=scope.namespace,
                     subject_id=scope.subject_id,
@@ -121,7 +121,7 @@ def refresh_hot_memory(
                     model=gateway.model_for(STAGE),
                 )
                 advance_watermark(conn, STAGE, scope, scope.upto_seq, run_id)
-            result.summaries_written += action in memory_store.CHANGED_ACTIONS
+            result.summaries_written += action in store.CHANGED_ACTIONS
     result.llm_calls, result.cache_hits, result.tokens = (
         gateway.requests_sent,
         gateway.cache_hits,

@@ -1,9 +1,10 @@
 """Ingest: conversation logs (files or a SQL query) into L1, idempotently, bad records to quarantine.
 
-Records stream in chunks of settings.ingest_chunk_rows: strataflow/readers.py reads them,
-strataflow/enrich.py validates and enriches them (bad ones to quarantine), strataflow/staging.py writes them
-(COPY + set-based upsert; changed content re-queued; expired messages never resurrected).
-A file whose checksum matches its watermark (stage 'ingest', scope = the file path) is skipped whole; a
+Records stream in chunks of settings.ingest_chunk_rows: strataflow/ingest/readers.py reads them,
+strataflow/ingest/enrich.py validates and enriches them (bad ones to quarantine),
+strataflow/ingest/staging.py writes them (COPY + set-based upsert; changed content re-queued; expired messages
+never resurrected). A file whose checksum matches its watermark (stage 'ingest', scope = the file path) is
+skipped whole; a
 SQL source keeps the largest updated_at it has seen.
 """
 
@@ -22,9 +23,9 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.enrich import ChunkOptions
-from strataflow.readers import (
+from strataflow.db.engine import engine_for
+from strataflow.ingest.enrich import ChunkOptions
+from strataflow.ingest.readers import (
     ReaderError,
     ReadItem,
     detect_format,
@@ -32,8 +33,8 @@ from strataflow.readers import (
     read_chunks,
     read_sql_chunks,
 )
-from strataflow.runs import finish_run, start_run
-from strataflow.staging import ChunkCounts, ingest_chunks
+from strataflow.ingest.staging import ChunkCounts, ingest_chunks
+from strataflow.ops.runs import finish_run, start_run
 
 logger = logging.getLogger(__name__)
 

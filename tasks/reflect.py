@@ -30,8 +30,8 @@ from sqlalchemy import Connection, Engine, text
 from models.lifecycle import ReflectResult
 from models.llm import ReflectedInsight, ReflectionOutput
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.prompt_blocks import json_lines_block, task_block
+from strataflow.db.engine import engine_for
+from strataflow.llm.prompt_blocks import json_lines_block, task_block
 
 logger = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ def reflect_pending(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> ReflectResult:
     """Reflect every scope with items not yet reflected; each scope commits on its own."""
-    from strataflow.llm import BudgetExhausted, LLMGateway
+    from strataflow.llm.gateway import BudgetExhausted, LLMGateway
 
     engine: Engine = engine_for(settings)
     run_id = run_id or uuid.uuid4()

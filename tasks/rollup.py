@@ -34,8 +34,8 @@ from sqlalchemy import Connection, Engine, text
 from models.lifecycle import RollupResult
 from models.llm import RollupOutput
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.db.engine import engine_for
+from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
 from strataflow.textsearch import TSVECTOR_SQL, fts_parts
 from strataflow.timeutil import week_bounds
 from strataflow.timeutil import week_start as week_start_of
@@ -333,7 +333,7 @@ def rollup_weeks(
 
     Each scope-week commits on its own, so a budget stop keeps the weeks written; the next run resumes.
     """
-    from strataflow.llm import BudgetExhausted, LLMError, LLMGateway
+    from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 
     engine: Engine = engine_for(settings)
     run_id = run_id or uuid.uuid4()

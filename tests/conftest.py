@@ -28,7 +28,7 @@ for _var in ("DATABASE_URL", "STRATAFLOW_DATABASE_URL", "PREFECT_API_URL"):
     os.environ.pop(_var, None)
 
 from strataflow.config import Settings, load_settings  # noqa: E402
-from strataflow.database import dispose_engines, engine_for  # noqa: E402
+from strataflow.db.engine import dispose_engines, engine_for  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -39,7 +39,7 @@ def strataflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["STRATAFLOW_HOME"] = str(home)
     os.environ["PREFECT_HOME"] = str(home / "prefect")
     yield home
-    from strataflow import embedded
+    from strataflow.db import embedded
 
     dispose_engines()
     embedded.stop(home)
@@ -52,7 +52,7 @@ def settings(strataflow_home: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def engine(settings: Settings) -> Engine:
-    from strataflow import migrations
+    from strataflow.db import migrations
 
     engine = engine_for(settings)
     migrations.upgrade(engine)  # the same code path as `strataflow db upgrade`

@@ -10,7 +10,7 @@ access_app = typer.Typer(help="Roles and namespace grants (row-level security)."
 
 
 def _engine():  # type: ignore[no-untyped-def]
-    from strataflow.database import engine_for
+    from strataflow.db.engine import engine_for
 
     return engine_for(settings_or_exit())
 
@@ -29,12 +29,12 @@ def create_role(
 
     Example: strataflow access create-role bi --kind analyst
     """
-    from strataflow import access
-    from strataflow.database import engine_for
+    from strataflow.db import roles
+    from strataflow.db.engine import engine_for
 
     settings = settings_or_exit()
     with cli_errors(), engine_for(settings).begin() as conn:
-        password = access.create_role(conn, name, kind, with_password=settings.database_url is not None)
+        password = roles.create_role(conn, name, kind, with_password=settings.database_url is not None)
     typer.echo(f"created {kind} role {name}", err=True)
     if password:
         typer.echo(f"password (shown once): {password}")
@@ -49,10 +49,10 @@ def grant(
 
     Example: strataflow access grant bi --namespace alpha
     """
-    from strataflow import access
+    from strataflow.db import roles
 
     with cli_errors(), _engine().begin() as conn:
-        added = access.grant(conn, name, namespace)
+        added = roles.grant(conn, name, namespace)
     typer.echo(f"{'granted' if added else 'already granted'}: {name} -> {namespace}", err=True)
 
 
@@ -65,10 +65,10 @@ def revoke(
 
     Example: strataflow access revoke bi --namespace alpha
     """
-    from strataflow import access
+    from strataflow.db import roles
 
     with cli_errors(), _engine().begin() as conn:
-        removed = access.revoke(conn, name, namespace)
+        removed = roles.revoke(conn, name, namespace)
     typer.echo(f"{'revoked' if removed else 'was not granted'}: {name} -> {namespace}", err=True)
 
 
@@ -78,11 +78,11 @@ def list_roles() -> None:
 
     Example: strataflow access list
     """
-    from strataflow import access
+    from strataflow.db import roles
 
     with cli_errors(), _engine().connect() as conn:
-        roles = access.list_roles(conn)
-    for role in roles:
+        listed = roles.list_roles(conn)
+    for role in listed:
         typer.echo(f"{role.role_name}\t{role.kind}\t{','.join(role.namespaces) or '-'}")
 
 

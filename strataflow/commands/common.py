@@ -20,9 +20,9 @@ class UserError(RuntimeError):
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from strataflow.access import AccessError
-    from strataflow.database import DatabaseError
-    from strataflow.migrations import MigrationError
+    from strataflow.db.engine import DatabaseError
+    from strataflow.db.migrations import MigrationError
+    from strataflow.db.roles import AccessError
 
     return (SettingsError, UserError, DatabaseError, MigrationError, AccessError)
 
@@ -60,8 +60,8 @@ def recorded_run(
 ) -> R:
     """Run one CLI stage inside a pipeline_runs row: completed (or budget_stopped, or failed when `failed`
     says so) with the result's counts, or failed with the error. `user_errors` become a clean exit 1."""
-    from strataflow.database import engine_for
-    from strataflow.runs import finish_run, start_run
+    from strataflow.db.engine import engine_for
+    from strataflow.ops.runs import finish_run, start_run
 
     with cli_errors():
         engine = engine_for(settings)

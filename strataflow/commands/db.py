@@ -19,8 +19,8 @@ def upgrade() -> None:
 
     Example: strataflow db upgrade
     """
-    from strataflow import migrations
-    from strataflow.database import check_connection, engine_for
+    from strataflow.db import migrations
+    from strataflow.db.engine import check_connection, engine_for
 
     settings = settings_or_exit()
     with cli_errors():
@@ -37,8 +37,8 @@ def status() -> None:
 
     Example: strataflow db status
     """
-    from strataflow import migrations
-    from strataflow.database import check_connection, engine_for
+    from strataflow.db import migrations
+    from strataflow.db.engine import check_connection, engine_for
 
     settings = settings_or_exit()
     with cli_errors():
@@ -60,13 +60,13 @@ def url(
 
     Example: psql "$(strataflow db url)"
     """
-    from strataflow.database import libpq_url
+    from strataflow.db.engine import libpq_url
 
     settings = settings_or_exit()
     with cli_errors():
         uri = libpq_url(settings)
         if role:
-            from strataflow.access import role_url
+            from strataflow.db.roles import role_url
 
             uri = role_url(uri, role)
     typer.echo(uri)
@@ -78,7 +78,7 @@ def stop() -> None:
 
     Example: strataflow db stop
     """
-    from strataflow import embedded
+    from strataflow.db import embedded
 
     settings = settings_or_exit()
     with cli_errors():
@@ -94,8 +94,8 @@ def backup(path: Path = typer.Argument(..., help="File to write (pg_dump custom 
 
     Example: strataflow db backup ./strataflow.dump
     """
-    from strataflow import embedded
-    from strataflow.database import libpq_url
+    from strataflow.db import embedded
+    from strataflow.db.engine import libpq_url
 
     settings = settings_or_exit()
     with cli_errors():

@@ -22,7 +22,7 @@ def embed(
 
     Example: strataflow embed --namespace acme
     """
-    from strataflow.embeddings import EmbeddingError
+    from strataflow.llm.embeddings import EmbeddingError
     from tasks.embed import embed_pending
 
     settings = settings_or_exit()
@@ -65,7 +65,7 @@ def ingest_assets(
 
     Example: strataflow ingest assets docs/ prices.csv --namespace acme
     """
-    from strataflow.embeddings import EmbeddingError
+    from strataflow.llm.embeddings import EmbeddingError
     from tasks.assets import ingest_assets as run_ingest_assets
 
     if not paths and url is None:

@@ -37,8 +37,8 @@ def extract(
     (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes.
     Example: strataflow extract --namespace consult
     """
-    from strataflow.database import engine_for
-    from strataflow.runs import finish_run, start_run
+    from strataflow.db.engine import engine_for
+    from strataflow.ops.runs import finish_run, start_run
     from strataflow.timeutil import parse_event_time
     from tasks.extract import extract_new
 
@@ -88,7 +88,7 @@ def profile_get(namespace: str = NAMESPACE, subject: str = SUBJECT, doc: str = D
 
     Example: strataflow profile get --namespace consult --subject client-a --doc user
     """
-    from strataflow.profiles import get_profile, refresh_documents
+    from strataflow.memory.profiles import get_profile, refresh_documents
 
     def run(conn: Any) -> Any:
         document = get_profile(conn, namespace, subject, doc)
@@ -112,7 +112,7 @@ def profile_put(
 
     Example: strataflow profile put -n consult -s client-a --doc user --set age=33 --set location=上海
     """
-    from strataflow.profiles import put_profile
+    from strataflow.memory.profiles import put_profile
 
     values = _fields(fields, fields_json)
     _print(_in_transaction(lambda conn: put_profile(conn, namespace, subject, doc, values)))
@@ -131,7 +131,7 @@ def profile_patch(
     Extraction never overwrites a manual field: a conflicting extracted value goes to history.
     Example: strataflow profile patch -n consult -s client-a --set location=上海
     """
-    from strataflow.profiles import patch_profile
+    from strataflow.memory.profiles import patch_profile
 
     values = _fields(fields, fields_json)
     _print(_in_transaction(lambda conn: patch_profile(conn, namespace, subject, doc, values)))
@@ -148,7 +148,7 @@ def profile_status(
 
     Example: strataflow profile status -n consult -s client-a --doc work DISABLED
     """
-    from strataflow.profiles import set_profile_status
+    from strataflow.memory.profiles import set_profile_status
 
     if not _in_transaction(lambda conn: set_profile_status(conn, namespace, subject, doc, status.upper())):
         with cli_errors():
@@ -162,13 +162,13 @@ def profile_summarize(namespace: str = NAMESPACE, subject: str = SUBJECT) -> Non
 
     Example: strataflow profile summarize --namespace consult --subject client-a
     """
-    from strataflow.profiles import summarize
+    from strataflow.memory.profiles import summarize
 
     _print(_in_transaction(lambda conn: summarize(conn, namespace, subject)))
 
 
 def _in_transaction(work: Any) -> Any:
-    from strataflow.database import engine_for
+    from strataflow.db.engine import engine_for
 
     settings = settings_or_exit()
     with cli_errors():

@@ -41,7 +41,7 @@ def logs(
 
     Example: strataflow ingest logs ./sample --namespace demo
     """
-    from strataflow.readers import FORMATS, ReaderError, load_mapping
+    from strataflow.ingest.readers import FORMATS, ReaderError, load_mapping
     from tasks.ingest import ingest_logs
 
     settings = settings_or_exit()
@@ -95,7 +95,7 @@ def sample(
 
     Example: strataflow sample --out ./sample --seed 7
     """
-    from strataflow.sample import write_sample
+    from strataflow.demo.sample import write_sample
 
     settings = settings_or_exit()
     with cli_errors():

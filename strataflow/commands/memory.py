@@ -42,8 +42,8 @@ def _emit(payload: Any) -> None:
 
 def _write(action: Any) -> Any:
     """Run one memory_api call in a committed transaction; map our errors to a clean exit."""
-    from strataflow.database import engine_for
-    from strataflow.memory_api import MemoryNotFound
+    from strataflow.db.engine import engine_for
+    from strataflow.memory.api import MemoryNotFound
 
     settings = settings_or_exit()
     with cli_errors():
@@ -74,7 +74,7 @@ def save(
 
     Example: strataflow memory save -n demo -s u1 --kind fact --key age --value 30 --statement "I am 30"
     """
-    from strataflow.memory_api import save_memory
+    from strataflow.memory.api import save_memory
 
     result = _write(
         lambda conn: save_memory(
@@ -110,7 +110,7 @@ def update(
 
     Example: strataflow memory update -n demo -s u1 --kind fact --key age --value 31
     """
-    from strataflow.memory_api import update_memory
+    from strataflow.memory.api import update_memory
 
     changes: dict[str, Any] = {}
     if value is not None:
@@ -144,7 +144,7 @@ def delete(
 
     Example: strataflow memory delete -n demo -s u1 --kind fact --key age
     """
-    from strataflow.memory_api import delete_memory
+    from strataflow.memory.api import delete_memory
 
     result = _write(
         lambda conn: delete_memory(
@@ -168,7 +168,7 @@ def get(
 
     Example: strataflow memory get -n demo -s u1 --kind fact --key age --history
     """
-    from strataflow.memory_api import MemoryNotFound, get_memory, memory_history
+    from strataflow.memory.api import MemoryNotFound, get_memory, memory_history
 
     def action(conn: Any) -> dict[str, Any]:
         item = get_memory(
@@ -204,7 +204,7 @@ def list_(
 
     Example: strataflow memory list -n demo -s u1 --kind fact
     """
-    from strataflow.memory_api import list_memories
+    from strataflow.memory.api import list_memories
 
     items = _write(
         lambda conn: list_memories(
@@ -228,7 +228,7 @@ def search(
 
     Example: strataflow memory search -n demo -s u1 -q "工作 公司"
     """
-    from strataflow.memory_api import search_memories
+    from strataflow.memory.api import search_memories
 
     hits = _write(
         lambda conn: search_memories(conn, namespace, query, subject, agent_id=agent, kind=kind, k=k)
@@ -248,8 +248,8 @@ def context(
 
     Example: strataflow context -n demo -s u1 -q "what happened last week?" --budget 1500
     """
-    from strataflow.context import build_context
-    from strataflow.database import engine_for
+    from strataflow.db.engine import engine_for
+    from strataflow.retrieval.context import build_context
 
     if fmt not in ("text", "json"):
         typer.echo(f"error: --format must be text or json, not {fmt!r}", err=True)
@@ -275,8 +275,8 @@ def report(
 
     Example: strataflow report --out report.html
     """
-    from strataflow.database import engine_for
-    from strataflow.report import write_report
+    from strataflow.db.engine import engine_for
+    from strataflow.ops.report import write_report
 
     settings = settings_or_exit()
     with cli_errors():

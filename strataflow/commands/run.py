@@ -23,15 +23,15 @@ DEMO_OUT = typer.Option(None, "--out", help="Sample directory. Default: STRATAFL
 
 
 def _run(name: str, values: dict[str, Any]) -> None:
-    from strataflow import orchestration
     from strataflow.config import Settings
+    from strataflow.ops import flow_runner
 
     settings: Settings = settings_or_exit()
     with cli_errors():
         flow_params = _params_model(name)
-        params = orchestration.build_params(flow_params, values)
-        orchestration.prefect_environment(settings)
-        flow = orchestration.with_runner(orchestration.load_flow(name), settings)
+        params = flow_runner.build_params(flow_params, values)
+        flow_runner.prefect_environment(settings)
+        flow = flow_runner.with_runner(flow_runner.load_flow(name), settings)
         stderr(f"running the {name} flow (Prefect starts a temporary API when PREFECT_API_URL is unset) ...")
         state = flow(params, return_state=True)
         if not state.is_completed():
@@ -151,7 +151,7 @@ def serve(
 
     Example: strataflow serve
     """
-    from strataflow import serve as serving
+    from strataflow.ops import serve as serving
 
     settings = settings_or_exit()
     with cli_errors():
@@ -164,8 +164,8 @@ def status() -> None:
 
     Example: strataflow status
     """
-    from strataflow import status as state
-    from strataflow.database import check_connection
+    from strataflow.db.engine import check_connection
+    from strataflow.ops import status as state
 
     settings = settings_or_exit()
     with cli_errors():
@@ -182,7 +182,7 @@ def demo(
 
     Example: strataflow demo
     """
-    from strataflow import demo as tour
+    from strataflow.demo import tour
 
     settings = settings_or_exit()
     with cli_errors():

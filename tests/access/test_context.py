@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from strataflow.config import Settings
-from strataflow.context import build_context, classify_intent
+from strataflow.retrieval.context import build_context, classify_intent
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Memory CRUD (seed 003 provider) over L2 through memory_store: round trips with history, scopes, search."""
+"""Memory CRUD (seed 003 provider) over L2 through memory.store: round trips with history, scopes, search."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import Connection, Engine, text
 from typer.testing import CliRunner
 
-from strataflow import memory_store
 from strataflow.config import Settings
-from strataflow.memory_api import (
+from strataflow.memory import store
+from strataflow.memory.api import (
     MemoryNotFound,
     delete_memory,
     get_memory,
@@ -115,10 +115,10 @@ def test_chinese_queries_find_chinese_memories(conn: Connection, namespace: str)
 
 
 def test_manual_edit_survives_a_later_extracted_value(conn: Connection, namespace: str) -> None:
-    # extraction writes through the same memory_store; a manual item is never silently overwritten
+    # extraction writes through the same store; a manual item is never silently overwritten
     saved = save_memory(conn, namespace, "u1", "fact", "age", 32, "I am 32 (corrected by the advisor)")
     later = datetime.now(UTC) + timedelta(minutes=1)
-    action = memory_store.upsert_item(
+    action = store.upsert_item(
         conn,
         namespace=namespace,
         subject_id="u1",
@@ -169,7 +169,7 @@ def test_memory_cli_round_trip_commits_and_prints_json(namespace: str, settings:
 def test_manual_profile_edit_survives_the_next_extraction(
     engine: Engine, settings: Settings, namespace: str, tmp_path: Path
 ) -> None:
-    from strataflow.profiles import get_profile, patch_profile
+    from strataflow.memory.profiles import get_profile, patch_profile
     from tasks.extract import extract_new
     from tasks.ingest import ingest_logs
 

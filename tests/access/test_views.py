@@ -9,7 +9,7 @@ from typing import Any as AccessData
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from strataflow import memory_store
+from strataflow.memory import store
 
 VIEWS = (
     "memories",
@@ -61,7 +61,7 @@ def test_view_is_security_invoker_and_every_column_is_documented(conn: Connectio
 
 
 def test_memory_as_of_reads_history_bi_temporally(conn: Connection, namespace: str) -> None:
-    from strataflow.memory_api import save_memory, update_memory
+    from strataflow.memory.api import save_memory, update_memory
 
     saved = save_memory(conn, namespace, "u1", "fact", "city", "Hangzhou", "I live in Hangzhou")
     before_update = conn.execute(text("select clock_timestamp()")).scalar()
@@ -79,7 +79,7 @@ def test_memory_as_of_reads_history_bi_temporally(conn: Connection, namespace: s
     assert as_of(before_update) == [("city", "Hangzhou")]
     assert as_of(now + timedelta(seconds=1)) == [("city", "Shanghai")]
     # an extracted value kept out of the manual item never holds
-    protected = memory_store.upsert_item(
+    protected = store.upsert_item(
         conn, namespace=namespace, subject_id="u1", kind="fact", key="city", value="Beijing",
         statement="I live in Beijing", event_at=datetime.now(UTC) + timedelta(seconds=2),
     )  # fmt: skip
@@ -87,7 +87,7 @@ def test_memory_as_of_reads_history_bi_temporally(conn: Connection, namespace: s
     assert as_of(now + timedelta(seconds=5), now + timedelta(seconds=5)) == [("city", "Shanghai")]
     # a backfill of an older event, recorded now: known today, not known at the time
     moved = before_update - timedelta(days=30)
-    memory_store.upsert_item(
+    store.upsert_item(
         conn, namespace=namespace, subject_id="u1", kind="fact", key="employer", value="Northwind",
         statement="I work at Northwind", event_at=moved,
     )  # fmt: skip

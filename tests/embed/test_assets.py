@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
 from strataflow.config import Settings
-from strataflow.embeddings import encode_count
+from strataflow.llm.embeddings import encode_count
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 from tasks.assets import AssetResult, asset_files, file_checksum, ingest_assets, parse_file, store_asset
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from strataflow.chunking import chunk_json, chunk_rows, chunk_text, estimate_tokens
+from strataflow.ingest.chunking import chunk_json, chunk_rows, chunk_text, estimate_tokens
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,13 @@ import pytest
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.embeddings import EmbeddingError, embed_texts, embed_texts_counted, encode_count, get_embedder
+from strataflow.llm.embeddings import (
+    EmbeddingError,
+    embed_texts,
+    embed_texts_counted,
+    encode_count,
+    get_embedder,
+)
 from strataflow.textsearch import content_hash
 
 

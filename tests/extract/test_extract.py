@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
-from strataflow.database import engine_for
-from strataflow.memory_store import upsert_item
-from strataflow.prompt_blocks import parse_blocks, parse_json_lines
+from strataflow.db.engine import engine_for
+from strataflow.llm.prompt_blocks import parse_blocks, parse_json_lines
+from strataflow.memory.store import upsert_item
 from tasks.extract import PROMPT_VERSION, extract_new, refresh_hot_memory
 from tasks.ingest import ingest_logs
 

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, text
 
 from models.llm import ExtractionOutput, HotSummaryOutput
 from strataflow.config import Settings
-from strataflow.llm import BudgetExhausted, LLMError, LLMGateway, scrub_secrets
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway, scrub_secrets
 
 VALID = (
     '{"items": [{"kind": "fact", "key": "age", "value": 32, "statement": "I am 32",'

@@ -1,4 +1,4 @@
-"""L2 versioning rules of strataflow.memory_store (plain functions on the rolled-back `conn`)."""
+"""L2 versioning rules of strataflow.memory.store (plain functions on the rolled-back `conn`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, text
 
-from strataflow.memory_store import delete_item, upsert_item
+from strataflow.memory.store import delete_item, upsert_item
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=UTC)

@@ -6,8 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from strataflow.memory_store import upsert_item
-from strataflow.profiles import (
+from strataflow.memory.profiles import (
     build_profile_documents,
     get_profile,
     patch_profile,
@@ -17,6 +16,7 @@ from strataflow.profiles import (
     set_profile_status,
     summarize,
 )
+from strataflow.memory.store import upsert_item
 
 SEED_000 = {
     "age": 32,

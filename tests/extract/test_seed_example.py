@@ -6,7 +6,7 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from strataflow.cli import app
-from strataflow.profiles import get_profile, summarize
+from strataflow.memory.profiles import get_profile, summarize
 from tasks.extract import extract_new
 from tasks.ingest import ingest_logs
 

@@ -123,7 +123,7 @@ def test_parameter_models_refuse_bad_values_by_name() -> None:
 def test_status_reports_runs_watermarks_quarantine_and_due_partitions(
     settings: Settings, engine: Engine
 ) -> None:
-    from strataflow import status
+    from strataflow.ops import status
 
     report = status.render(status.collect(settings))
     for heading in ("Last run per flow:", "Watermarks", "Quarantine rate per namespace:", "due to expire"):

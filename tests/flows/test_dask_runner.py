@@ -34,7 +34,7 @@ def test_extraction_over_two_dask_workers_gives_the_same_l2_items_as_the_default
 ) -> None:
     from flows.nightly import nightly
     from strataflow.config import load_settings
-    from strataflow.orchestration import with_runner
+    from strataflow.ops.flow_runner import with_runner
 
     write_logs(tmp_path / "logs")
     default_ns, dask_ns = "t_default_" + tmp_path.name[-8:], "t_dask_" + tmp_path.name[-8:]

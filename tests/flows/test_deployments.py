@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from strataflow.serve import PROJECT_ROOT, api_url, bootstrap, prefect_command, wait_healthy
+from strataflow.ops.serve import PROJECT_ROOT, api_url, bootstrap, prefect_command, wait_healthy
 
 POOL = "strataflow-pool"
 

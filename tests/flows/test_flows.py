@@ -105,7 +105,7 @@ def test_a_rerun_of_a_finished_nightly_makes_no_llm_call_and_no_encode(
     prefect_harness: None, engine: Engine, namespace: str, tmp_path: Path, write_logs: Any
 ) -> None:
     from flows.nightly import nightly
-    from strataflow.embeddings import encode_count
+    from strataflow.llm.embeddings import encode_count
 
     write_logs(tmp_path / "logs", tag=namespace)
     params = NightlyParams(paths=[str(tmp_path / "logs")], namespace=namespace)

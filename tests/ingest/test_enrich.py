@@ -13,8 +13,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlalchemy import Connection, text
 
-from strataflow.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
-from strataflow.staging import write_chunk
+from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
+from strataflow.ingest.staging import write_chunk
 
 GOOD = {
     "conversation_id": "c1",

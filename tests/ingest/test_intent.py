@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models.common import Intent
-from strataflow.intent import classify_intent
+from strataflow.ingest.intent import classify_intent
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from strataflow.readers import (
+from strataflow.ingest.readers import (
     ReaderError,
     ReadError,
     detect_format,

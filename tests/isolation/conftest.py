@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from strataflow.prompt_blocks import parse_blocks, parse_json_lines
+from strataflow.llm.prompt_blocks import parse_blocks, parse_json_lines
 
 
 def echo_model(body: dict[str, Any]) -> str:

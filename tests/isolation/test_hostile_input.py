@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
-from strataflow.prompt_blocks import BLOCK, parse_blocks, parse_json_lines
+from strataflow.llm.prompt_blocks import BLOCK, parse_blocks, parse_json_lines
 from tasks.extract import extract_new
 from tasks.hot_memory import refresh_hot_memory
 from tasks.ingest import ingest_logs

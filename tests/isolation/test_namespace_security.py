@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError, ProgrammingError
 
-from strataflow import access
 from strataflow.config import Settings
-from strataflow.database import libpq_url, sqlalchemy_url
+from strataflow.db import roles
+from strataflow.db.engine import libpq_url, sqlalchemy_url
 
 INSERT_KEY = text(
     """
@@ -66,9 +66,9 @@ def scopes(engine: Engine) -> dict[str, str]:
 def _role_engine(settings: Settings, engine: Engine, kind: str, namespace: str) -> Iterator[Engine]:
     name = f"{kind}_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
-        access.create_role(conn, name, kind, with_password=False)
-        access.grant(conn, name, namespace)
-    role_engine = create_engine(sqlalchemy_url(access.role_url(libpq_url(settings), name)))
+        roles.create_role(conn, name, kind, with_password=False)
+        roles.grant(conn, name, namespace)
+    role_engine = create_engine(sqlalchemy_url(roles.role_url(libpq_url(settings), name)))
     yield role_engine
     role_engine.dispose()
 
@@ -174,27 +174,27 @@ def test_revoke_takes_effect_on_the_next_transaction(
 ) -> None:
     name = f"agent_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
-        access.create_role(conn, name, "agent", with_password=False)
-        access.grant(conn, name, scopes["alpha"])
-    role_engine = create_engine(sqlalchemy_url(access.role_url(libpq_url(settings), name)))
+        roles.create_role(conn, name, "agent", with_password=False)
+        roles.grant(conn, name, scopes["alpha"])
+    role_engine = create_engine(sqlalchemy_url(roles.role_url(libpq_url(settings), name)))
     with role_engine.connect() as agent_conn:
         assert agent_conn.execute(text("select count(*) from memory_items")).scalar() == 1
         agent_conn.commit()
         with engine.begin() as conn:
-            assert access.revoke(conn, name, scopes["alpha"])
+            assert roles.revoke(conn, name, scopes["alpha"])
         assert agent_conn.execute(text("select count(*) from memory_items")).scalar() == 0
     role_engine.dispose()
-    assert [r for r in access.list_roles(engine.connect()) if r.role_name == name][0].namespaces == []
+    assert [r for r in roles.list_roles(engine.connect()) if r.role_name == name][0].namespaces == []
 
 
 def test_bad_role_requests_are_refused_clearly(engine: Engine) -> None:
     with engine.begin() as conn:
-        with pytest.raises(access.AccessError, match="lower snake_case"):
-            access.create_role(conn, 'x"; drop table memory_items; --', "agent", with_password=False)
-        with pytest.raises(access.AccessError, match="--kind must be agent or analyst"):
-            access.create_role(conn, "someone", "admin", with_password=False)
-        with pytest.raises(access.AccessError, match="no role 'ghost'"):
-            access.grant(conn, "ghost", "alpha")
+        with pytest.raises(roles.AccessError, match="lower snake_case"):
+            roles.create_role(conn, 'x"; drop table memory_items; --', "agent", with_password=False)
+        with pytest.raises(roles.AccessError, match="--kind must be agent or analyst"):
+            roles.create_role(conn, "someone", "admin", with_password=False)
+        with pytest.raises(roles.AccessError, match="no role 'ghost'"):
+            roles.grant(conn, "ghost", "alpha")
 
 
 def test_an_agent_cannot_list_the_namespaces_of_another_role(

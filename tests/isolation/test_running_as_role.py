@@ -1,4 +1,4 @@
-"""Code run under a role (access.as_role): the memory API and the context builder see only the role's
+"""Code run under a role (roles.as_role): the memory API and the context builder see only the role's
 namespace, an agent writes its own L2 items, and forget still works for a pipeline role with RLS on."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from pydantic import SecretStr
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from strataflow import access, memory_api
 from strataflow.config import Settings
-from strataflow.context import build_context
-from strataflow.database import libpq_url
+from strataflow.db import roles
+from strataflow.db.engine import libpq_url
+from strataflow.memory import api as memory_api
+from strataflow.retrieval.context import build_context
 from tasks.extract import extract_new
 from tasks.forget import forget_subject
 from tasks.ingest import ingest_logs
@@ -57,8 +58,8 @@ def scopes(settings: Settings, engine: Engine, tmp_path_factory: pytest.TempPath
 def agent(engine: Engine, scopes: dict[str, str]) -> str:
     name = f"agent_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
-        access.create_role(conn, name, "agent", with_password=False)
-        access.grant(conn, name, scopes["alpha"])
+        roles.create_role(conn, name, "agent", with_password=False)
+        roles.grant(conn, name, scopes["alpha"])
     return name
 
 
@@ -67,7 +68,7 @@ def test_the_memory_api_under_an_agent_role_returns_only_its_namespace(
 ) -> None:
     alpha, beta = scopes["alpha"], scopes["beta"]
     with engine.connect() as conn, conn.begin():
-        access.as_role(conn, agent)
+        roles.as_role(conn, agent)
         assert conn.execute(text("select current_user")).scalar() == agent
         assert [i.value for i in memory_api.list_memories(conn, alpha, SUBJECT)] == ["Lisbon"]
         assert memory_api.list_memories(conn, beta, SUBJECT) == []  # asking for beta by name gives nothing
@@ -82,7 +83,7 @@ def test_the_context_builder_under_an_agent_role_returns_only_its_namespace(
     settings: Settings, engine: Engine, scopes: dict[str, str], agent: str
 ) -> None:
     with engine.connect() as conn, conn.begin():
-        access.as_role(conn, agent)
+        roles.as_role(conn, agent)
         own = build_context(
             conn, settings, scopes["alpha"], SUBJECT, "where do I live? Lisbon Reykjavik cafe"
         )
@@ -103,7 +104,7 @@ def test_an_agent_role_saves_updates_and_deletes_its_own_items_through_the_memor
     alpha, beta = scopes["alpha"], scopes["beta"]
     with engine.connect() as conn:
         with conn.begin():
-            access.as_role(conn, agent)
+            roles.as_role(conn, agent)
             saved = memory_api.save_memory(conn, alpha, SUBJECT, "preference", "drink", "tea", agent_id="bot")
             updated = memory_api.update_memory(
                 conn, alpha, SUBJECT, item_id=saved.item.item_id, value="coffee"
@@ -112,7 +113,7 @@ def test_an_agent_role_saves_updates_and_deletes_its_own_items_through_the_memor
             history = memory_api.memory_history(conn, saved.item.item_id)
         with pytest.raises(DBAPIError, match="row-level security"):
             with conn.begin():
-                access.as_role(conn, agent)
+                roles.as_role(conn, agent)
                 memory_api.save_memory(conn, beta, SUBJECT, "fact", "planted", "yes")
     assert (saved.action, updated.action, deleted.action) == ("new", "content_modified", "deleted")
     assert [(v.action, v.value) for v in history] == [
@@ -130,15 +131,15 @@ def test_the_role_ends_with_its_transaction_and_bad_names_are_refused(
 ) -> None:
     with engine.connect() as conn:
         with conn.begin():
-            access.as_role(conn, agent)
+            roles.as_role(conn, agent)
             assert memory_api.list_memories(conn, scopes["beta"], SUBJECT) == []
         with conn.begin():  # set local role ended with the commit: the login role again
             assert conn.execute(text("select current_user")).scalar() != agent
             assert len(memory_api.list_memories(conn, scopes["beta"], SUBJECT)) == 1
-            with pytest.raises(access.AccessError, match="lower snake_case"):
-                access.as_role(conn, 'x"; reset role; --')
-            with pytest.raises(access.AccessError, match="no role 'nobody_here'"):
-                access.as_role(conn, "nobody_here")
+            with pytest.raises(roles.AccessError, match="lower snake_case"):
+                roles.as_role(conn, 'x"; reset role; --')
+            with pytest.raises(roles.AccessError, match="no role 'nobody_here'"):
+                roles.as_role(conn, "nobody_here")
 
 
 @pytest.fixture
@@ -147,7 +148,7 @@ def pipeline_settings(settings: Settings, engine: Engine) -> Settings:
     name = f"pipe_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
         conn.execute(text(f'create role "{name}" login inherit in role strataflow_pipeline'))
-    url = access.role_url(libpq_url(settings), name)
+    url = roles.role_url(libpq_url(settings), name)
     return settings.model_copy(update={"database_url": SecretStr(url)})
 
 

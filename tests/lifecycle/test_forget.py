@@ -9,7 +9,7 @@ from datetime import timedelta
 import pyarrow.parquet as pq
 from sqlalchemy import text
 
-from strataflow.memory_store import upsert_item
+from strataflow.memory.store import upsert_item
 from strataflow.textsearch import content_hash
 from tasks.expire import expire_l1
 from tasks.forget import forget_subject

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from strataflow.database import engine_for
-from strataflow.memory_store import upsert_item
+from strataflow.db.engine import engine_for
+from strataflow.memory.store import upsert_item
 
 SELECT_TODAY = text(
     "select memory_type, memory_id, text from perceptual_memory where namespace = :ns "

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from strataflow.memory_store import upsert_item
+from strataflow.memory.store import upsert_item
 from tasks.reflect import reflect_pending
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from strataflow.memory_store import upsert_item
+from strataflow.memory.store import upsert_item
 from tasks.expire import expire_l1
 from tasks.rollup import rollup_weeks, sample_for_prompt
 

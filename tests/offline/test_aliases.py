@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from strataflow.offline.aliases import city_name, company_name, programs_in, tech_in, university_name
+from strataflow.llm.offline.aliases import city_name, company_name, programs_in, tech_in, university_name
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from strataflow.offline.numbers import Quantity, cn_to_int, decade_phrase, en_to_int, parse_quantity
+from strataflow.llm.offline.numbers import Quantity, cn_to_int, decade_phrase, en_to_int, parse_quantity
 
 
 @pytest.mark.parametrize(

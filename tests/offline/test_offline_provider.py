@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from models.llm import ExtractionOutput, HotSummaryOutput, ReflectionOutput, RollupOutput
-from strataflow.offline import register_offline_provider
-from strataflow.offline.provider import OfflineProviderError, answer
-from strataflow.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.llm.offline import register_offline_provider
+from strataflow.llm.offline.provider import OfflineProviderError, answer
+from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 SEED_000 = "我今年32岁，浙大计算机硕士毕业的，现在在杭州做前端开发，工作8年了，年薪大概80万"

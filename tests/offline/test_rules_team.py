@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from models.llm import ExtractionOutput
-from strataflow.offline.extract import extract_items
+from strataflow.llm.offline.extract import extract_items
 
 
 def by_kind(text: str, kind: str) -> dict[str, Any]:

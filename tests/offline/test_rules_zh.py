@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from models.llm import ExtractionOutput
-from strataflow.offline.extract import extract_items
+from strataflow.llm.offline.extract import extract_items
 
 
 def extracted(text: str) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.enrich import ChunkOptions, prepare_chunk
-from strataflow.staging import write_chunk
+from strataflow.ingest.enrich import ChunkOptions, prepare_chunk
+from strataflow.ingest.staging import write_chunk
 
 BASE_TIME = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -79,6 +79,6 @@ def add_messages_fixture() -> Any:
 
 @pytest.fixture(scope="session")
 def embedder(settings: Settings) -> Any:
-    from strataflow.embeddings import get_embedder
+    from strataflow.llm.embeddings import get_embedder
 
     return get_embedder(settings)

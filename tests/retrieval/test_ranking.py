@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from strataflow.ranking import Candidate, bm25, neighbour_order, rank, scaled, window_sum
+from strataflow.retrieval.ranking import Candidate, bm25, neighbour_order, rank, scaled, window_sum
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 

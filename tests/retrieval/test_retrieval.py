@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy import text
 
-from strataflow.retrieval import search
+from strataflow.retrieval.search import search
 
 BASE_TIME = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # as in conftest.py (the default message times)
 TOPICS = [

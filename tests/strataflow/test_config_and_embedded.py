@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from strataflow.config import SettingsError, load_settings
-from strataflow.database import libpq_url
+from strataflow.db.engine import libpq_url
 
 
 @pytest.mark.parametrize(

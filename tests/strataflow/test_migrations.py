@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
-from strataflow import migrations
 from strataflow.config import Settings
-from strataflow.database import DatabaseError, check_connection, libpq_url, sqlalchemy_url
+from strataflow.db import migrations
+from strataflow.db.engine import DatabaseError, check_connection, libpq_url, sqlalchemy_url
 
 CONTRACT_TABLES = [
     "conversation_messages",

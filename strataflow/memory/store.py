@@ -1,4 +1,4 @@
-"""L2 writes: versioned memory items, used by extraction and by manual CRUD (strataflow.memory_api).
+"""L2 writes: versioned memory items, used by extraction and by manual CRUD (strataflow.memory.api).
 
 One current row per (namespace, subject_id, kind, key) in memory_items; every version, the current one
 included, in memory_item_versions (bi-temporal: valid_from/valid_to in the world, recorded_at/superseded_at

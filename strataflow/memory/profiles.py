@@ -6,7 +6,7 @@ Documents are built from the subject's active L2 items (kind hot_summary exclude
 - the work document holds the career keys and the project kinds (meta, status, decision, feedback, reference).
 Each field is {value, source, confidence, last_updated_at, kind}. A document is ACTIVE or DISABLED (a disabled
 document is still kept up to date, but agents should not read it). A manual edit (PUT or PATCH) is written to
-L2 as a manual item first, so extraction never silently overwrites it (see strataflow.memory_store).
+L2 as a manual item first, so extraction never silently overwrites it (see strataflow.memory.store).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
 from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS, section_of
-from strataflow import memory_store
+from strataflow.memory import store
 
 DocType = Literal["user", "work"]
 DOC_TYPES: tuple[str, ...] = ("user", "work")
@@ -113,7 +113,7 @@ def save_info(
             skipped.append(key)
             actions[key] = "empty"
             continue
-        action = memory_store.upsert_item(
+        action = store.upsert_item(
             conn,
             namespace=namespace,
             subject_id=subject_id,
@@ -127,7 +127,7 @@ def save_info(
             confidence=1.0,
         )
         actions[key] = action
-        if action in memory_store.CHANGED_ACTIONS:
+        if action in store.CHANGED_ACTIONS:
             saved += 1
         else:
             skipped.append(key)
@@ -203,7 +203,7 @@ def patch_profile(
     for key, value in fields.items():
         kind = _kind_of(conn, namespace, subject_id, key, doc_type)
         if value is None:
-            memory_store.delete_item(
+            store.delete_item(
                 conn,
                 namespace=namespace,
                 subject_id=subject_id,
@@ -213,7 +213,7 @@ def patch_profile(
                 source="manual",
             )
         else:
-            memory_store.upsert_item(
+            store.upsert_item(
                 conn,
                 namespace=namespace,
                 subject_id=subject_id,

@@ -1,7 +1,7 @@
 """The `offline/rules` litellm provider: a deterministic rules engine behind litellm's custom provider hook.
 
 It reads only its prompt: the <task> block names the stage, <messages> / <memories> carry the data as JSON
-lines (strataflow.prompt_blocks). It answers with the JSON of models/llm.py for that stage, and a usage
+lines (strataflow.llm.prompt_blocks). It answers with the JSON of models/llm.py for that stage, and a usage
 block (prompt tokens counted from the prompt, completion tokens from the answer) like any other model.
 
     register_offline_provider()
@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from strataflow.prompt_blocks import parse_blocks
+from strataflow.llm.prompt_blocks import parse_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def _records(body: str | None, block: str) -> list[dict[str, Any]]:
 
 def answer(prompt: str) -> dict[str, Any]:
     """The stage's output (a dict matching models/llm.py) for one prompt."""
-    from strataflow.offline import extract, summarize
+    from strataflow.llm.offline import extract, summarize
 
     blocks = parse_blocks(prompt)
     stage = (blocks.get("task") or "").strip()

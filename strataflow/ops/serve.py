@@ -18,11 +18,11 @@ from pathlib import Path
 
 from strataflow.commands.common import UserError
 from strataflow.config import Settings
-from strataflow.orchestration import prefect_environment
+from strataflow.ops.flow_runner import prefect_environment
 
 logger = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HEALTH_TIMEOUT_S = 120.0
 
 

@@ -126,7 +126,7 @@ def _litellm() -> Any:
 
 
 def _register_offline() -> None:
-    from strataflow.offline import register_offline_provider
+    from strataflow.llm.offline import register_offline_provider
 
     register_offline_provider()
 

@@ -1,5 +1,6 @@
 """Reading data assets: files (Markdown/text, CSV/TSV, Parquet, JSON/JSONL) and SQL tables or queries into
-chunks (strataflow/chunking.py), with the checksum that decides whether an asset changed. No writes here.
+chunks (strataflow/ingest/chunking.py), with the checksum that decides whether an asset changed.
+No writes here.
 
 A file that cannot be used raises AssetError (reason and field for quarantine); a bad JSONL line is kept
 in ParsedAsset.bad_records while the good lines continue.
@@ -16,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from strataflow.chunking import Chunk, chunk_json, chunk_records, chunk_rows, chunk_text
+from strataflow.ingest.chunking import Chunk, chunk_json, chunk_records, chunk_rows, chunk_text
 from strataflow.textsearch import content_hash
 
 KINDS = {
@@ -182,7 +183,7 @@ def parse_sql(url: str, table: str | None, query: str | None) -> ParsedAsset:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
-    from strataflow.database import sqlalchemy_url
+    from strataflow.db.engine import sqlalchemy_url
 
     if (table is None) == (query is None):
         raise AssetError("a SQL asset needs exactly one of --table or --query", "bad_source", "table")

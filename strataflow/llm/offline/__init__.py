@@ -10,6 +10,6 @@ Importing this package is cheap: litellm and jieba load on first use.
 
 from __future__ import annotations
 
-from strataflow.offline.provider import answer, register_offline_provider
+from strataflow.llm.offline.provider import answer, register_offline_provider
 
 __all__ = ["answer", "register_offline_provider"]

@@ -13,8 +13,9 @@ Key L2 items are always there: the first ``KEY_ITEMS`` of them come before anyth
 report. Items rank by: the query's words point at their key or kind (KEY_HINTS: 公司/work -> company),
 then a full-text match, then importance, then the newest event time.
 "Today" is the perceptual_memory view (messages with event time today in STRATAFLOW_TIMEZONE). Retrieval hits
-(L1 messages, asset chunks, and L2 items the full-text match missed) come from strataflow.retrieval.search;
-it is the fallback, skipped (with its query embedding) when memory already fills 90% of the budget.
+(L1 messages, asset chunks, and L2 items the full-text match missed) come from
+strataflow.retrieval.search.search; it is the fallback, skipped (with its query embedding) when memory already
+fills 90% of the budget.
 
 Budget: every piece is counted once with litellm.token_counter (the default tokenizer), pieces are taken
 greedily in value order while they fit (a piece that does not fit is skipped, a smaller later one may still
@@ -34,7 +35,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.query_intent import Intent, classify_intent, key_hints
+from strataflow.retrieval.query_intent import Intent, classify_intent, key_hints
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 from strataflow.timeutil import day_bounds
 
@@ -255,7 +256,7 @@ def _retrieval_pieces(
     sections: dict[str, list[ContextPiece]],
 ) -> list[ContextPiece]:
     """Retrieval hits not already in the context: L1 messages, asset chunks and L2 items."""
-    from strataflow.retrieval import search
+    from strataflow.retrieval.search import search
 
     if not query.strip():
         return []

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from strataflow.offline import rules_en, rules_en_life, rules_people, rules_team, rules_zh, rules_zh_life
-from strataflow.offline.text import Finding, guard_fails, is_chinese, sentences, statement_of
+from strataflow.llm.offline import rules_en, rules_en_life, rules_people, rules_team, rules_zh, rules_zh_life
+from strataflow.llm.offline.text import Finding, guard_fails, is_chinese, sentences, statement_of
 
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 PHONE_CONTEXT = re.compile(

@@ -24,8 +24,8 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError
 
-from strataflow.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
-from strataflow.readers import ReadItem
+from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
+from strataflow.ingest.readers import ReadItem
 
 logger = logging.getLogger(__name__)
 

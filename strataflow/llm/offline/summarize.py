@@ -16,8 +16,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from strataflow.offline.extract import extract_items
-from strataflow.offline.text import sentences
+from strataflow.llm.offline.extract import extract_items
+from strataflow.llm.offline.text import sentences
 
 MAX_HIGHLIGHTS = 8
 MAX_EVENTS = 12

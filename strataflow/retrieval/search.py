@@ -2,8 +2,9 @@
 
 One search = per layer, the rows in scope (namespace, subject, event-time range) with their cosine similarity
 to the query embedding (pgvector ``<=>``) and their term frequencies for the query's full-text lexemes (the
-``fts`` columns; English stemming plus jieba-segmented Chinese, OR query); `strataflow.ranking` turns those
-into one fused score (windowed BM25 + dense, min-max, convex). Hits of all layers are returned best first.
+``fts`` columns; English stemming plus jieba-segmented Chinese, OR query);
+`strataflow.retrieval.ranking` turns those into one fused score (windowed BM25 + dense, min-max, convex). Hits
+of all layers are returned best first.
 
 Filtered vector search and pgvector 0.6 (no iterative index scans): an HNSW scan returns its ef_search
 nearest rows and *then* applies the WHERE clause, so a narrow filter can leave fewer than k rows. So:
@@ -40,7 +41,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.sql.elements import TextClause
 
 from strataflow.config import Settings
-from strataflow.ranking import Candidate, rank
+from strataflow.retrieval.ranking import Candidate, rank
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 
 LAYERS = ("messages", "items", "reports", "assets")
@@ -331,12 +332,12 @@ def _background() -> ThreadPoolExecutor:
 
 
 def embed_query(settings: Settings, query: str) -> np.ndarray:
-    """The query's embedding from the configured embedder (strataflow.embeddings), on one CPU thread.
+    """The query's embedding from the configured embedder (strataflow.llm.embeddings), on one CPU thread.
 
     One short text gains nothing from intra-op parallelism, and on a busy machine torch's spinning worker
     threads make a single encode 10-20x slower (at load 10: ~50 ms on one thread, 200-1500 ms on two).
     """
-    from strataflow.embeddings import get_embedder
+    from strataflow.llm.embeddings import get_embedder
 
     embedder = get_embedder(settings)
     torch = sys.modules.get("torch")  # loaded by the local model; a litellm embedder never imports it
@@ -362,7 +363,7 @@ def _ranked_hits(
     windowed: bool,
     exact: bool,
 ) -> list[Hit]:
-    """The k best rows of one layer as hits (scores from strataflow.ranking)."""
+    """The k best rows of one layer as hits (scores from strataflow.retrieval.ranking)."""
     candidates = [
         Candidate(
             id=int(r.id),

@@ -15,7 +15,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 MIGRATION_NAME = re.compile(r"^\d{3}_[a-z0-9_]+\.sql$")
 MIGRATIONS_LOCK_ID = 73_910_001  # pg_advisory_xact_lock key: one migrator at a time
 

@@ -16,8 +16,8 @@ import orjson
 from pydantic import ValidationError
 
 from models.messages import MessageRecord, describe_errors, validation_context
-from strataflow.intent import classify_intent
-from strataflow.readers import ReadError, ReadItem
+from strataflow.ingest.intent import classify_intent
+from strataflow.ingest.readers import ReadError, ReadItem
 from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
 
 STAGE_COLUMNS = (

@@ -6,11 +6,11 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from strataflow.offline import aliases
-from strataflow.offline.numbers import EN_NUMBER, parse_quantity
-from strataflow.offline.rules_en import CHANNELS, HOLD_CUE, IGNORE, INTENT_CUE, TIMELINE, _find
-from strataflow.offline.rules_zh_life import language_scores  # test names are language-neutral
-from strataflow.offline.text import INTENT_GUARDS, Finding, slug
+from strataflow.llm.offline import aliases
+from strataflow.llm.offline.numbers import EN_NUMBER, parse_quantity
+from strataflow.llm.offline.rules_en import CHANNELS, HOLD_CUE, IGNORE, INTENT_CUE, TIMELINE, _find
+from strataflow.llm.offline.rules_zh_life import language_scores  # test names are language-neutral
+from strataflow.llm.offline.text import INTENT_GUARDS, Finding, slug
 
 Rule = Callable[[str], Iterator[Finding]]
 

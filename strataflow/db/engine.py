@@ -9,8 +9,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
-from strataflow import embedded
 from strataflow.config import Settings
+from strataflow.db import embedded
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from strataflow.offline import aliases
-from strataflow.offline.numbers import NUMBER, parse_quantity
-from strataflow.offline.text import (
+from strataflow.llm.offline import aliases
+from strataflow.llm.offline.numbers import NUMBER, parse_quantity
+from strataflow.llm.offline.text import (
     CJK,
     CURRENT_FACT_GUARDS,
     INTENT_GUARDS,

@@ -1,7 +1,7 @@
 """Memory CRUD over L2 (seed 003 memory provider): save, update, delete, get, list and search of memory items,
 scoped by namespace (+ agent_id) and subject.
 
-Every write goes through strataflow.memory_store (upsert_item / delete_item with source="manual"), so manual
+Every write goes through strataflow.memory.store (upsert_item / delete_item with source="manual"), so manual
 edits are versioned in memory_item_versions exactly like extracted ones, and extraction never silently
 overwrites a manual item. The caller owns the transaction (the CLI uses engine.begin()).
 
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
 from models.common import MemoryKind
-from strataflow import memory_store
+from strataflow.memory import store
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
@@ -125,7 +125,7 @@ class MemoryVersion(BaseModel):
 
 
 class MemoryWrite(BaseModel):
-    """The outcome of a write: what memory_store did (new, content_modified, modified, unchanged, deleted)
+    """The outcome of a write: what the store did (new, content_modified, modified, unchanged, deleted)
     and the item as it is now."""
 
     action: str
@@ -178,7 +178,7 @@ def save_memory(
     if importance is not None and not 0 <= importance <= 100:
         raise ValueError(f"memory item {kind}:{key}: importance must be 0-100, got {importance}")
     current = _get_by_key(conn, namespace, subject_id, kind, key, None, include_deleted=True)
-    action = memory_store.upsert_item(
+    action = store.upsert_item(
         conn, namespace=namespace, subject_id=subject_id, kind=kind, key=key, value=value,
         statement=statement or _default_statement(key, value), category=category, importance=importance,
         confidence=confidence, source="manual", event_at=_write_time(current), agent_id=agent_id,
@@ -231,7 +231,7 @@ def delete_memory(
 ) -> MemoryWrite:
     """Mark an active item deleted (a new version, action deleted); raises MemoryNotFound."""
     current = _require(conn, namespace, subject_id, item_id, kind, key, agent_id)
-    memory_store.delete_item(
+    store.delete_item(
         conn, namespace=namespace, subject_id=current.subject_id, kind=current.kind, key=current.key,
         event_at=_write_time(current), source="manual",
     )  # fmt: skip

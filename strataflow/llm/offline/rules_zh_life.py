@@ -6,9 +6,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from strataflow.offline import aliases
-from strataflow.offline.numbers import NUMBER, parse_quantity
-from strataflow.offline.rules_zh import (
+from strataflow.llm.offline import aliases
+from strataflow.llm.offline.numbers import NUMBER, parse_quantity
+from strataflow.llm.offline.rules_zh import (
     CHANNELS,
     CURRENCY,
     HOLD_CUE,
@@ -20,7 +20,7 @@ from strataflow.offline.rules_zh import (
     TIME_WORDS,
     _find,
 )
-from strataflow.offline.text import (
+from strataflow.llm.offline.text import (
     CJK,
     INTENT_GUARDS,
     Finding,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from strataflow.offline.rules_en import TITLE_NOUN
-from strataflow.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
-from strataflow.offline.text import CJK, Finding, cut, is_chinese, slug
+from strataflow.llm.offline.rules_en import TITLE_NOUN
+from strataflow.llm.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
+from strataflow.llm.offline.text import CJK, Finding, cut, is_chinese, slug
 
 Rule = Callable[[str], Iterator[Finding]]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from strataflow.offline import aliases
-from strataflow.offline.numbers import to_number
-from strataflow.offline.text import CJK, Finding, is_chinese, slug
+from strataflow.llm.offline import aliases
+from strataflow.llm.offline.numbers import to_number
+from strataflow.llm.offline.text import CJK, Finding, is_chinese, slug
 
 Rule = Callable[[str], Iterator[Finding]]
 IGNORE = re.IGNORECASE

@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from strataflow.offline import aliases
-from strataflow.offline.numbers import EN_NUMBER, decade_phrase, parse_quantity
-from strataflow.offline.text import CURRENT_FACT_GUARDS, INTENT_GUARDS, Finding
+from strataflow.llm.offline import aliases
+from strataflow.llm.offline.numbers import EN_NUMBER, decade_phrase, parse_quantity
+from strataflow.llm.offline.text import CURRENT_FACT_GUARDS, INTENT_GUARDS, Finding
 
 Rule = Callable[[str], Iterator[Finding]]
 IGNORE = re.IGNORECASE

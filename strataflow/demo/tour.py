@@ -82,10 +82,10 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
     if marker.exists():
         return json.loads(marker.read_text())
     try:
-        from strataflow import sample
+        from strataflow.demo import sample
     except ImportError:
         raise UserError(
-            "the demo needs the sample generator (strataflow/sample.py), which is not in this checkout"
+            "the demo needs the sample generator (strataflow/demo/sample.py), which is not in this checkout"
         ) from None
     end = datetime.now(settings.tz).date() - timedelta(days=1)
     sample.write_sample(out, subjects=SAMPLE_SUBJECTS, weeks=SAMPLE_WEEKS, end_date=end, tz=settings.tz)
@@ -97,7 +97,7 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
 def run_flows(settings: Settings, out: Path, info: dict[str, str], step: Any) -> list[Any]:
     """The backfill over the sample, then the assets flow, through Prefect; a failed run stops the demo."""
     from models.params import AssetsParams, BackfillParams
-    from strataflow.orchestration import load_flow, prefect_environment, with_runner
+    from strataflow.ops.flow_runner import load_flow, prefect_environment, with_runner
 
     prefect_environment(settings)
     backfill = with_runner(load_flow("backfill"), settings)
@@ -125,7 +125,7 @@ def _result(state: Any, name: str) -> Any:
 
 
 def _demo_namespace(settings: Settings) -> str:
-    from strataflow.database import engine_for
+    from strataflow.db.engine import engine_for
 
     with engine_for(settings).connect() as conn:
         return conn.execute(SELECT_NAMESPACE).scalar() or "demo"
@@ -133,8 +133,8 @@ def _demo_namespace(settings: Settings) -> str:
 
 def describe(conn: Connection, settings: Settings, summaries: list[Any]) -> str:
     """The text the demo prints: layers, a Chinese profile, a report excerpt, a context block, next steps."""
-    from strataflow.context import build_context
-    from strataflow.profiles import summarize
+    from strataflow.memory.profiles import summarize
+    from strataflow.retrieval.context import build_context
 
     layers = conn.execute(COUNT_LAYERS).mappings().one()
     lines = ["", "== strataflow demo: what the pipeline wrote", ""]
@@ -175,9 +175,9 @@ def describe(conn: Connection, settings: Settings, summaries: list[Any]) -> str:
 
 def _report_line(conn: Connection, settings: Settings) -> str:
     try:
-        from strataflow.report import write_report
+        from strataflow.ops.report import write_report
     except ImportError:
-        return "HTML report: not in this checkout (strataflow/report.py is missing)."
+        return "HTML report: not in this checkout (strataflow/ops/report.py is missing)."
     result = write_report(conn, settings, settings.home / "demo-report.html")
     return f"HTML report: {result.path} (open it in a browser; `strataflow report` writes a fresh one)."
 
@@ -193,8 +193,8 @@ def _next_steps() -> str:
 
 def run_demo(settings: Settings, out: Path | None = None) -> str:
     """Run the tour and return what to print."""
-    from strataflow import migrations
-    from strataflow.database import check_connection, engine_for
+    from strataflow.db import migrations
+    from strataflow.db.engine import check_connection, engine_for
 
     started = time.monotonic()
     total = 5

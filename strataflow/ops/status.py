@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from sqlalchemy import text
 
 from strataflow.config import Settings
-from strataflow.database import engine_for
+from strataflow.db.engine import engine_for
 
 WATERMARK_LIMIT = 40
 

@@ -1,0 +1,1 @@
+"""Database plumbing: the engine and pool, the embedded server, migrations, roles and grants."""

@@ -1,0 +1,1 @@
+"""The demo: the bilingual sample generator and the end-to-end tour."""

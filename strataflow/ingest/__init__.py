@@ -1,0 +1,1 @@
+"""Ingest plumbing: readers, validation and enrichment, intent rules, COPY staging, asset chunking."""

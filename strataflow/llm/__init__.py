@@ -1,0 +1,1 @@
+"""Model plumbing: the litellm gateway, prompt blocks, embeddings and the offline provider."""

@@ -1,0 +1,1 @@
+"""Operations: run records, scopes, flow running, status, serving deployments and the HTML report."""

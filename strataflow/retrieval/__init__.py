@@ -1,0 +1,1 @@
+"""Retrieval: hybrid search and ranking, query intent and the context builder."""
