@@ -200,17 +200,6 @@ def scopes_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
 
 
 @lru_cache(maxsize=256)
-def scope_size_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
-    """Per layer, whether the scope holds more than :cap rows (an index-only probe, no row is scored)."""
-    selects = " union all ".join(
-        f"(select '{layer}'::text as layer, exists (select 1 from {LAYER_SQL[layer]['from']} "
-        f"where {filters(layer, scope)} offset :cap) as wide)"
-        for layer in layers
-    )
-    return text(selects)
-
-
-@lru_cache(maxsize=256)
 def vector_ids_sql(layer: str, scope: Scope, exact: bool) -> TextClause:
     """The nearest rows in scope: through HNSW, or (exact) by sorting the scope, which HNSW cannot serve."""
     s = LAYER_SQL[layer]
@@ -219,18 +208,4 @@ def vector_ids_sql(layer: str, scope: Scope, exact: bool) -> TextClause:
     return text(
         f"select {s['id']} as id from {s['from']} where {filters(layer, scope)} "
         f"and {s['embedding']} is not null order by {order} limit :n"
-    )
-
-
-@lru_cache(maxsize=256)
-def text_ids_sql(layer: str, scope: Scope, every_word: bool) -> TextClause:
-    """Good full-text matches in scope: at most :pool matches (GIN on fts) of the OR query, or of the AND
-    query with every_word, ranked by ts_rank_cd. The pool bounds the cost of common words in a wide scope."""
-    s = LAYER_SQL[layer]
-    match = "ql.tsq_all" if every_word else "ql.tsq"
-    return text(
-        f"{QUERY_CTE} select m.id from (select {s['id']} as id, {s['fts']} as v "
-        f"from {s['from']} cross join ql where {filters(layer, scope)} "
-        f"and {s['fts']} @@ {match} limit :pool) m cross join ql "
-        f"order by ts_rank_cd(m.v, {match}) desc limit :n"
     )

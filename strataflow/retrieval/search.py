@@ -123,18 +123,18 @@ def search(
         **query_terms(query),
     }
     by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
-    speakers = {
-        str(r.meta.get("speaker")) for r in by_layer.get("messages", []) if (r.meta or {}).get("speaker")
-    }
-    reading = read_query(query, speakers, settings.tz, now or datetime.now(UTC))
+    approximate = [layer for layer in read if not exact[layer]]
+    # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
+    text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
+    reading = _reading(query, settings, by_layer, now)
     params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], by_layer, params)
-    approximate = [layer for layer in read if not exact[layer]]
-    if approximate:  # a wide scope: score candidates (and, for messages, their neighbours) instead
-        found = wide.candidate_rows(conn, approximate, scope, params, k)
+    if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
+        found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
         for layer, rows in found.items():
             by_layer[layer] = rows
             similarity.update({(layer, int(r.id)): r.sim for r in rows})
+        reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
     ranked = {
         layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
         for layer in read
@@ -155,14 +155,11 @@ def _scope_rows(
 ) -> tuple[dict[str, list[Any]], dict[str, bool]]:
     """Rows of the layers whose scope is small enough to score exactly, and which layers are exact.
 
-    Without a subject the scope is usually a whole namespace: a cheap probe says which layers are too wide
-    before any row is read; with a subject, the rows are read (at most exact_limit + 1) and counted."""
-    if scope.subject:
-        candidates = layers
-    else:
-        probe = conn.execute(layer_sql.scope_size_sql(layers, scope), {**params, "cap": exact_limit}).all()
-        too_wide = {r.layer for r in probe if r.wide}
-        candidates = tuple(layer for layer in layers if layer not in too_wide)
+    Without a subject the scope is usually a whole namespace: a cheap probe (strataflow.retrieval.wide)
+    says which layers are too wide before any row is read; the others are read, at most exact_limit + 1
+    rows each, and a layer that overflows goes the approximate way too."""
+    too_wide = set() if scope.subject else wide.wide_layers(conn, layers, scope, params, exact_limit)
+    candidates = tuple(layer for layer in layers if layer not in too_wide)
     by_layer: dict[str, list[Any]] = {layer: [] for layer in layers}
     if candidates:
         sql = layer_sql.scopes_sql(candidates, scope)
@@ -170,6 +167,14 @@ def _scope_rows(
             by_layer[row.layer].append(row)
     exact = {layer: layer in candidates and len(by_layer[layer]) <= exact_limit for layer in layers}
     return by_layer, exact
+
+
+def _reading(
+    query: str, settings: Settings, by_layer: dict[str, list[Any]], now: datetime | None
+) -> QueryReading:
+    """What the query says, among the speakers of the messages read so far."""
+    speakers = {str(r.meta["speaker"]) for r in by_layer.get("messages", []) if (r.meta or {}).get("speaker")}
+    return read_query(query, speakers, settings.tz, now or datetime.now(UTC))
 
 
 def _query_vector(
