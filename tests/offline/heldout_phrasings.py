@@ -106,10 +106,16 @@ CASES: list[tuple[str, dict[str, Check], list[str]]] = [
     ("Text me rather than calling", {"preference_contact_method": has("text")}, []),
     ("工作日白天发微信就好", {"preference_contact_method": has("微信")}, []),
     # colon-led lists
-    ("Quick background: 38, married, two kids, based in Denver",
-     {"age": 38, "marital_status": "married", "children": 2, "location": "Denver"}, []),
-    ("我的情况：37岁，已婚，一个孩子，在广州", {"age": 37, "marital_status": "已婚", "children": 1,
-                                   "location": "广州"}, []),
+    (
+        "Quick background: 38, married, two kids, based in Denver",
+        {"age": 38, "marital_status": "married", "children": 2, "location": "Denver"},
+        [],
+    ),
+    (
+        "我的情况：37岁，已婚，一个孩子，在广州",
+        {"age": 37, "marital_status": "已婚", "children": 1, "location": "广州"},
+        [],
+    ),
     ("My stack: Go 1.22, Redis 7, Kubernetes", {"tools": tool("Redis 7")}, []),
     # seed 000 vocabulary additions
     ("我已经拿到香港一家公司的offer了", {"has_hk_employer": True}, []),
@@ -118,8 +124,11 @@ CASES: list[tuple[str, dict[str, Check], list[str]]] = [
     ("家里人都挺支持我们去香港的", {"family_support": has("支持")}, ["marital_status"]),
     ("My parents aren't keen on the move", {"family_support": has("not")}, []),
     # the seed example and vague age must hold
-    ("我今年32岁，浙大计算机硕士毕业的，现在在杭州做前端开发，工作8年了，年薪大概80万",
-     {"age": 32, "university": "浙江大学", "annual_income": 800000}, []),
+    (
+        "我今年32岁，浙大计算机硕士毕业的，现在在杭州做前端开发，工作8年了，年薪大概80万",
+        {"age": 32, "university": "浙江大学", "annual_income": 800000},
+        [],
+    ),
     ("我30多岁，在深圳做产品经理", {"age": "30+"}, []),
 ]
 
@@ -152,7 +161,9 @@ def run() -> dict[str, Any]:
             if hit:
                 found += 1
             else:
-                misses.append(f"{text!r}: {key} expected {check if not callable(check) else '~'} got {got.get(key)!r}")
+                misses.append(
+                    f"{text!r}: {key} expected {check if not callable(check) else '~'} got {got.get(key)!r}"
+                )
         for key in forbidden:
             if key in got:
                 wrong.append(f"{text!r}: {key}={got[key]!r} should not be extracted")
