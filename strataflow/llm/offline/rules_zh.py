@@ -172,7 +172,7 @@ def university(sentence: str) -> Iterator[Finding]:
     """A school the user studied at (the highest degree's first), or an employer when they work there."""
     hits: list[tuple[int, int, str]] = []
     for match in aliases.UNIVERSITY_ZH_ALIAS.finditer(sentence):
-        hits.append((match.start(), match.end(), aliases.university_name(match.group(0))))
+        hits.append((match.start(), match.end(), aliases.university_name(match.group(0), sentence)))
     for match in aliases.UNIVERSITY_EN_ALIAS.finditer(sentence):
         hits.append((match.start(), match.end(), aliases.university_name(match.group(0))))
     for match in _find(rf"(?<![{CJK}])?(?:大学|学院)", sentence):
@@ -308,8 +308,8 @@ def location(sentence: str) -> Iterator[Finding]:
     city = aliases.CITY_ZH.pattern
     pattern = (
         rf"(?:在|住在|住|生活在|定居在?|定居于|人在|坐标|base在?|现居|居住在|待在|呆在|搬到了?|搬去了?|"
-        rf"移居到?|落户|调到了?)\s*(?P<city>{city}|[{CJK}]{{2,3}}(?=市))"
-    )
+        rf"移居到?|落户|调到了?)\s*(?P<city>{city}|[{CJK}]{{2,3}}(?=市))(?!交大|[{CJK}]{{0,4}}(?:大学|学院))"
+    )  # 在西安交大读的硕士 names a school, not where the user lives
     for match in _find(pattern, sentence):
         yield Finding(
             "fact",
