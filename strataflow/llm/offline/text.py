@@ -85,6 +85,7 @@ class Finding:
     guards: frozenset[str] = field(
         default_factory=lambda: frozenset({"question", "negation", "others", "modal"})
     )
+    weak: bool = False  # said in passing ("my wife and I"): never replaces a stated value or a stored key
 
 
 FACT_GUARDS = frozenset({"question", "negation", "others", "modal"})
@@ -297,3 +298,23 @@ def slug(text: str, max_words: int = 3) -> str:
     if not key:
         return "general"
     return key if key[0].isalpha() else f"n{key}"
+
+
+FIRST_PERSON = re.compile(r"我|本人|\b(?:I|I'm|I've|me|my)\b")
+RELATIVE_WORD = re.compile(
+    r"(儿子|女儿|闺女|孩子|小孩|娃|宝宝|老大|老二|老公|老婆|爱人|妻子|丈夫|太太|媳妇|爸爸|妈妈|父亲|母亲|哥哥|姐姐|弟弟|妹妹)|"
+    r"\b(son|daughter|kid|child|baby|toddler|wife|husband|partner|mom|mother|dad|father|brother|sister)s?\b",
+    re.IGNORECASE,
+)
+
+
+def relative_topic(sentence: str, span: tuple[int, int]) -> bool:
+    """The clause at span has no subject of its own and the clause before it is about a relative
+    (我有个儿子，今年三岁 / "I have a daughter, 6 years old"): what it states is the relative's."""
+    start, _ = clause_span(sentence, span)
+    if start == 0 or FIRST_PERSON.search(sentence[start : span[0]]):
+        return False
+    before = sentence[:start]
+    people = [(m.start(), "relative") for m in RELATIVE_WORD.finditer(before)]
+    people += [(m.start(), "self") for m in FIRST_PERSON.finditer(before)]
+    return bool(people) and max(people)[1] == "relative"
