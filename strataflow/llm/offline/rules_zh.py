@@ -245,6 +245,8 @@ def job_title(sentence: str) -> Iterator[Finding]:
         title = match.group("t")
         if re.fullmatch(DEGREE_WORD, title) or PERSON_ADDRESS.fullmatch(title):
             continue  # 王经理 / 李老师 address a person, they are not the user's title
+        if re.search(r"(万|千|元|块|港币|港元|美元|美金|人民币|钱)\s*$", sentence[: match.start()]):
+            continue  # 拿出2000万做投资: what the money is for, not a job
         yield Finding(
             "fact", "job_title", title, match.span("t"), category="career", guards=CURRENT_FACT_GUARDS
         )
