@@ -26,6 +26,7 @@ from strataflow.llm.offline import (
     rules_family,
     rules_money,
     rules_people,
+    rules_profile,
     rules_team,
     rules_zh,
     rules_zh_life,
@@ -58,8 +59,20 @@ DEFAULT_IMPORTANCE = {
 }
 LIST_KEYS = frozenset({"tools", "skills", "target_programs", "languages", "family_members"})
 CONTACT_GUARDS = frozenset({"question", "others"})
-ZH_RULES = (*rules_zh.RULES, *rules_money.ZH_RULES, *rules_zh_life.RULES, *rules_family.ZH_RULES)
-EN_RULES = (*rules_en.RULES, *rules_money.EN_RULES, *rules_en_life.RULES, *rules_family.EN_RULES)
+ZH_RULES = (
+    *rules_zh.RULES,
+    *rules_profile.ZH_RULES,
+    *rules_money.ZH_RULES,
+    *rules_zh_life.RULES,
+    *rules_family.ZH_RULES,
+)
+EN_RULES = (
+    *rules_en.RULES,
+    *rules_profile.EN_RULES,
+    *rules_money.EN_RULES,
+    *rules_en_life.RULES,
+    *rules_family.EN_RULES,
+)
 TEAM_RULES = (*rules_team.RULES, *rules_people.RULES)
 
 

@@ -142,7 +142,9 @@ def money_en(sentence: str) -> Iterator[Finding]:
         if "mo" in period or re.search(r"\bmonthly\b|\ba month\b|\bper month\b", sentence, IGNORE):
             key = "monthly_income"
         elif period or re.search(
-            r"\b(salary|annual|annually|yearly|a year|per year|package|TC|comp|compensation)\b", sentence, IGNORE
+            r"\b(salary|annual|annually|yearly|a year|per year|package|TC|comp|compensation)\b",
+            sentence,
+            IGNORE,
         ):
             key = "annual_income"
         else:

@@ -121,6 +121,8 @@ def age(sentence: str) -> Iterator[Finding]:
                 isinstance(quantity.value, int | float) and not 1 <= quantity.value <= 120
             ):
                 continue
+            if post == "上下" and isinstance(quantity.value, int):  # 五十岁上下: above or below, a range
+                quantity = type(quantity)(f"{quantity.value - 5}-{quantity.value + 5}", False)
             yield Finding("fact", "age", quantity.value, match.span(), quantity.approximate, category="basic")
 
 
