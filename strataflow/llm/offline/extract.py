@@ -21,6 +21,7 @@ from models.vocabulary import program_category
 from strataflow.llm.offline import (
     context,
     lists,
+    rules_comm,
     rules_en,
     rules_en_life,
     rules_family,
@@ -63,6 +64,7 @@ ZH_RULES = (
     *rules_zh.RULES,
     *rules_profile.ZH_RULES,
     *rules_money.ZH_RULES,
+    *rules_comm.ZH_RULES,
     *rules_zh_life.RULES,
     *rules_family.ZH_RULES,
 )
@@ -70,6 +72,7 @@ EN_RULES = (
     *rules_en.RULES,
     *rules_profile.EN_RULES,
     *rules_money.EN_RULES,
+    *rules_comm.EN_RULES,
     *rules_en_life.RULES,
     *rules_family.EN_RULES,
 )

@@ -96,7 +96,10 @@ FEEDBACK_ZH = {
 ABOUT_ANSWERS = frozenset(
     "helpful useful clear unclear confusing wrong perfect inaccurate incomplete outdated".split()
 )
-NOT_TOPICS_ZH = frozenset("我 你 他 她 我们 今天 天气 身体 心情 家里 工作 生活 时间 最近".split())
+NOT_TOPICS_ZH = frozenset(
+    "我 你 他 她 我们 今天 天气 身体 心情 家里 工作 生活 时间 最近 上午 下午 晚上 早上 中午 周末 "
+    "工作日 白天 平时 明天 后天 下周 这周".split()
+)
 
 
 def feedback(sentence: str) -> Iterator[Finding]:

@@ -218,7 +218,7 @@ def major(sentence: str) -> Iterator[Finding]:
                 "fact", "major", value, (match.start("m"), match.start("m") + len(value)), category="career"
             )
     for match in _find(
-        rf"(?:专业|系)(?!课|老师)|{DEGREE_WORD}(?=毕业|学历|学位|在读|出身)|(?<=[{CJK}]){DEGREE_WORD}",
+        rf"(?:专业|(?<![联关体派维])系)(?!课|老师)|{DEGREE_WORD}(?=毕业|学历|学位|在读|出身)|(?<=[{CJK}]){DEGREE_WORD}",
         sentence,
     ):
         left = trailing_words(sentence[: match.start()], max_tokens=2)
