@@ -42,7 +42,7 @@ def by_kind(text: str, kind: str) -> dict[str, Any]:
         ),
         (
             "最终决定采用Kafka做消息队列，原因是吞吐量高",
-            {"decision_u6d88u606f_queue": {"decision": "Kafka", "reason": "吞吐量高"}},
+            {"decision_message_queue": {"decision": "Kafka", "reason": "吞吐量高"}},
         ),
         (
             "Decision: we'll go with React for the frontend, since the team knows it best",
@@ -88,9 +88,9 @@ def test_decisions_keep_their_reason(text: str, expected: dict[str, Any]) -> Non
         ("登录功能已经完成了一半", {"status_login_feature": {"status": "in_progress", "progress": 50}}),
         (
             "接口联调还没完成",
-            {"status_api_u8054u8c03": {"status": "in_progress", "progress": None}},
+            {"status_api_integration": {"status": "in_progress", "progress": None}},
         ),  # not yet
-        ("支付模块已经上线了", {"status_u6a21u5757": {"status": "done", "progress": 100}}),
+        ("支付模块已经上线了", {"status_payment_module": {"status": "done", "progress": 100}}),
     ],
 )
 def test_status_keeps_its_progress(text: str, expected: dict[str, Any]) -> None:

@@ -257,7 +257,93 @@ TOPIC_ZH = {
     "签证": "visa",
     "身份": "residency",
     "定居": "settle",
+    "消息": "message",
+    "联调": "integration",
+    "模块": "module",
+    "租房": "rent_home",
+    "房子": "home",
+    "读书": "study",
+    "读研": "masters",
+    "读博士": "phd",
+    "考证": "certification",
+    "续签": "visa_renewal",
+    "永居": "permanent_residency",
+    "绿卡": "green_card",
+    "护照": "passport",
+    "尽快": "asap",
+    "学历": "education",
+    "学位": "degree",
+    "学校": "school",
+    "大学": "university",
+    "专业": "major",
+    "职位": "job_title",
+    "岗位": "job_title",
+    "公司": "company",
+    "雇主": "employer",
+    "行业": "industry",
+    "经验": "experience",
+    "年薪": "income",
+    "收入": "income",
+    "工资": "income",
+    "薪资": "income",
+    "投资": "investment",
+    "城市": "city",
+    "子女": "children",
+    "小孩": "children",
+    "家人": "family",
+    "家庭": "family",
+    "父母": "parents",
+    "老婆": "spouse",
+    "老公": "spouse",
+    "回复": "reply",
+    "格式": "format",
+    "周末": "weekend",
+    "晚上": "evening",
+    "早上": "morning",
+    "上午": "morning",
+    "下午": "afternoon",
+    "简短": "short",
+    "详细": "detailed",
+    "表格": "table",
+    "列表": "list",
+    "英语": "english",
+    "中文": "chinese",
+    "粤语": "cantonese",
+    "普通话": "mandarin",
+    "面试": "interview",
+    "合同": "contract",
+    "需求文档": "requirements_doc",
+    "审批": "approval",
+    "测试用例": "test_cases",
+    "回归测试": "regression_testing",
+    "代码": "code",
+    "评审": "review",
+    "上线时间": "launch_date",
+    "用户": "users",
+    "产品": "product",
+    "运营": "operations",
+    "市场": "marketing",
+    "销售": "sales",
+    "财务": "finance",
+    "法务": "legal",
+    "人事": "hr",
+    "客户": "client",
+    "老板": "boss",
+    "团队": "team",
+    "组长": "team_lead",
+    "经理": "manager",
 }
+# Characters that carry a topic inside longer words (the longest known part of a token is used).
+TOPIC_PARTS_ZH = {
+    "婚": "marriage", "房": "home", "薪": "income", "签": "visa", "税": "tax", "保险": "insurance",
+    "医": "medical", "考试": "exam", "课程": "course", "学费": "tuition", "贷款": "loan", "股票": "stocks",
+    "基金": "funds", "旅游": "travel", "健身": "fitness", "车": "car", "宠物": "pet", "学": "study",
+}  # fmt: skip
+FILLER_ZH = frozenset(
+    "的 了 我们 我 这个 那个 一个 和 把 用 一下 一些 一点 可以 能 还 再 先 去 来 给 在 让 帮 拿到 得到 "
+    "办 办理 做 搞 弄 下来 起来 一起 已经 还是 就 都 也 要 会 想 打算 准备 希望 考虑 是 有 没 很 比较 "
+    "最好 之前 之后 以后 明年 今年 后年 年底 年初 上半年 下半年".split()
+)
 STOPWORDS_EN = frozenset(
     "a an the to of for on in at with and or our my your their this that these those it its we i use using "
     "go going switch move from into be is are was were will new all some".split()
@@ -278,23 +364,32 @@ def cut(text: str) -> list[str]:
     return [token for token in _jieba().cut(text) if token.strip()]
 
 
+def _topic_zh(token: str) -> str | None:
+    """The English topic of a Chinese token: the word itself, else the longest known part of it."""
+    if token in TOPIC_ZH:
+        return TOPIC_ZH[token]
+    parts = [part for part in TOPIC_PARTS_ZH if part in token] + [word for word in TOPIC_ZH if word in token]
+    return (TOPIC_ZH.get(max(parts, key=len)) or TOPIC_PARTS_ZH.get(max(parts, key=len))) if parts else None
+
+
 def slug(text: str, max_words: int = 3) -> str:
-    """A lower snake_case key part from any text: Latin words as they are, known Chinese topics in English,
-    other Chinese characters as u<hex> (stable and reversible). Empty input gives 'general'."""
+    """A lower snake_case key part from any text: Latin words as they are, Chinese topics in English
+    (a word, or the known topic inside it: 换个城市 -> city); Chinese with no known topic is skipped when
+    another word names the topic, and only as a last resort becomes u<hex> (stable and reversible).
+    Empty input gives 'general'."""
     parts: list[str] = []
+    unknown: list[str] = []
     for token in cut(text) if is_chinese(text) else re.findall(r"[A-Za-z0-9]+", text):
         if CJK_CHAR.search(token):
-            english = TOPIC_ZH.get(token)
+            english = _topic_zh(token)
             if english:
                 parts.append(english)
-            elif token not in ("的", "了", "我们", "我", "这个", "那个", "一个", "和", "把", "用"):
-                parts.append("".join(f"u{ord(ch):x}" for ch in token if CJK_CHAR.match(ch)))
+            elif token not in FILLER_ZH:
+                unknown.append("".join(f"u{ord(ch):x}" for ch in token if CJK_CHAR.match(ch)))
         elif re.fullmatch(r"[A-Za-z0-9]+", token) and token.lower() not in STOPWORDS_EN:
             parts.append(token.lower())
-        if len(parts) >= max_words:
-            break
-    key = "_".join(p for p in parts if p)
-    key = re.sub(r"_+", "_", key).strip("_")
+    words = list(dict.fromkeys(p for p in parts if p))[:max_words] or unknown[:max_words]
+    key = re.sub(r"_+", "_", "_".join(words)).strip("_")
     if not key:
         return "general"
     return key if key[0].isalpha() else f"n{key}"
