@@ -253,6 +253,11 @@ def tech_in(text: str) -> list[str]:
     return found
 
 
+def versioned(names: list[str]) -> bool:
+    """Any of these technology names carries a version ("PostgreSQL 16"): the sentence is about tools."""
+    return any(re.search(r"\s\d[\d.x]*$", name) for name in names)
+
+
 def company_name(text: str) -> str:
     """A company as its usual name: 鹅厂 -> 腾讯, 阿里 -> 阿里巴巴."""
     name = text.strip()

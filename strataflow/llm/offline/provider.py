@@ -79,7 +79,8 @@ def answer(prompt: str) -> dict[str, Any]:
         raise OfflineProviderError(f"offline/rules: the {stage} prompt has no <messages> block")
     messages = _records(blocks["messages"], "messages")
     if stage == "extract":
-        return {"items": extract.extract_items(messages)}
+        existing = {key.strip() for key in (blocks.get("existing_keys") or "").split(",") if key.strip()}
+        return {"items": extract.extract_items(messages, existing)}
     if stage == "rollup":
         return summarize.rollup(messages, blocks.get("week"))
     return summarize.hot_summary(messages)
@@ -104,7 +105,7 @@ def _handler_class() -> type:
             name = model.removeprefix(f"{PROVIDER}/")
             if name not in MODELS:
                 raise OfflineProviderError(
-                    f"model {model!r}: the offline provider answers as "
+                    f"model {PROVIDER}/{name}: the offline provider answers as "
                     + " or ".join(f"{PROVIDER}/{known}" for known in MODELS)
                 )
             prompt = prompt_text(messages)

@@ -121,12 +121,15 @@ def tools(sentence: str) -> Iterator[Finding]:
         sentence,
         IGNORE,
     )
-    if cue:
-        names = aliases.tech_in(sentence[cue.start() :])
-        if names:
-            yield Finding(
-                "fact", "tools", names, (cue.start(), len(sentence.rstrip(". !"))), category="career"
-            )
+    names = aliases.tech_in(sentence[cue.start() :]) if cue else []
+    everywhere = aliases.tech_in(sentence)
+    if aliases.versioned(
+        everywhere
+    ):  # "We just moved to PostgreSQL 17": a version names a tool, no cue needed
+        names, cue = everywhere, None
+    if names:
+        start = cue.start() if cue else sentence.find(names[0].split()[0])
+        yield Finding("fact", "tools", names, (max(start, 0), len(sentence.rstrip(". !"))), category="career")
     for match in _find(
         r"\b(?:good at|skilled at|great at|strong in|my skills include|I specialize in|"
         r"specialize in|expertise in)\s+(?P<s>[a-z][\w -]{2,40}?)(?=[,.;!]|$|\s+and\b)",

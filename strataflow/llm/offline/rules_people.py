@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 from strataflow.llm.offline.rules_en import TITLE_NOUN
 from strataflow.llm.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
+from strataflow.llm.offline.rules_zh import PERSON_ADDRESS
 from strataflow.llm.offline.text import CJK, Finding, cut, is_chinese, slug
 
 Rule = Callable[[str], Iterator[Finding]]
@@ -184,7 +185,7 @@ def feedback(sentence: str) -> Iterator[Finding]:
 
 ROLE_ZH = (
     r"(?:产品经理|项目经理|技术负责人|负责人|组长|经理|总监|主管|设计师|工程师|架构师|分析师|开发|前端|后端|测试|运维|"
-    r"老板|CEO|CTO|PM|owner|leader|顾问|老师|律师|会计)"
+    r"老板|CEO|CTO|PM|owner|leader|顾问|老师|律师|会计|客户|甲方|对接人)"
 )
 NAME_EN = r"(?P<n>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
 NOT_ROLE = r"(?!(?:is|was|are|and|said|in|at|from|to|with|of|for|on|by)\b)"
@@ -208,6 +209,8 @@ def _zh_person(token: str) -> bool:
     import jieba.posseg as posseg
 
     if re.fullmatch(r"[小老][\u4e00-\u9fff]", token) or re.fullmatch(r"[A-Z][a-z]+", token):
+        return True
+    if PERSON_ADDRESS.fullmatch(token):  # 王总, 李经理: a surname and a title address a person
         return True
     return any(flag.startswith("nr") for _, flag in posseg.lcut(token))
 
@@ -254,7 +257,7 @@ def _people_zh(sentence: str) -> list[tuple[str, dict[str, str], tuple[int, int]
     # 我们组长老王负责接口 / 产品那边小陈负责需求文档 / 张伟负责后端: read back from the verb.
     for match in re.finditer(rf"(?P<v>{OWN_VERBS_ZH})(?P<w>[{CJK}A-Za-z]{{2,10}})", sentence):
         before = re.split(r"[，,。；;：:]", sentence[: match.start()])[-1]
-        short = re.search(rf"(?:[老小][{CJK}]|[A-Z][a-z]+)$", before)
+        short = re.search(rf"(?:{PERSON_ADDRESS.pattern}|[老小][{CJK}]|[A-Z][a-z]+)$", before)
         tokens = cut(before)
         name = short.group(0) if short else (tokens[-1] if tokens else "")
         if len(name) < 2 or not _zh_person(name) or before.endswith(("由", "的")):

@@ -36,7 +36,7 @@ def age_words_zh(sentence: str) -> Iterator[Finding]:
     pattern = (
         r"(?:^|(?<=[，,：:我])|(?<=今年|年龄|年纪|本人|已经|也就))\s*"
         r"(?P<q>[二三四五六七八九]十|[2-9]0)(?P<post>来岁?|多岁?|几岁?|上下|出头)(?:了|吧|啦)?"
-        r"(?![万千百元块个平米斤分年号度次条张只%]|的时候|时|那年)"
+        r"(?![万千百元块个平米斤分年号度次条张只%]|岁?(?:的时候|时|那年))"
     )
     for match in re.finditer(pattern, sentence):
         quantity = parse_quantity(match.group("q"))
@@ -93,7 +93,7 @@ def birth_year_zh(sentence: str) -> Iterator[Finding]:
 
 def birth_year_en(sentence: str) -> Iterator[Finding]:
     match = re.search(
-        r"\bborn\s+(?:(?:in|on)\s+)?(?:(?:in\s+)?[A-Z][a-z]+\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?)?"
+        r"\b(?i:born)\s+(?:(?:in|on)\s+)?(?:(?:in\s+)?[A-Z][a-z]+\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?)?"
         r"(?:in\s+)?(?P<y>(?:19|20)\d{2}|['’]\d{2})\b",
         sentence,
     )

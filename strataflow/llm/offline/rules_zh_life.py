@@ -82,12 +82,17 @@ def _is_person_name(text: str) -> bool:
 
 def tools(sentence: str) -> Iterator[Finding]:
     cue = re.search(r"(会用|使用|用|熟悉|精通|擅长|掌握|会|主要写|写|技术栈|工具|做过|开发过|上手)", sentence)
-    if cue:
-        names = aliases.tech_in(sentence[cue.start() :])
-        if names:
-            yield Finding(
-                "fact", "tools", names, (cue.start(), len(sentence.rstrip("。.!！ "))), category="career"
-            )
+    names = aliases.tech_in(sentence[cue.start() :]) if cue else []
+    everywhere = aliases.tech_in(sentence)
+    if aliases.versioned(
+        everywhere
+    ):  # "We just moved to PostgreSQL 17": a version names a tool, no cue needed
+        names, cue = everywhere, None
+    if names:
+        start = cue.start() if cue else sentence.find(names[0].split()[0])
+        yield Finding(
+            "fact", "tools", names, (max(start, 0), len(sentence.rstrip("。.!！ "))), category="career"
+        )
     for match in _find(rf"擅长(?P<s>[{CJK}]{{2,8}}?)(?:和|、|，|,|。|$)", sentence):
         yield Finding("fact", "skills", [match.group("s")], match.span("s"), category="career")
 
