@@ -4,7 +4,8 @@
   full English name (MIT -> Massachusetts Institute of Technology). Full names pass through unchanged.
 - Cities: nicknames and abbreviations map to the city's usual name (魔都 -> 上海, NYC -> New York).
 - Immigration programs, named in Chinese or English, map to their official abbreviations
-  (优才 -> QMAS, 高才通 -> TTPS, 专才 -> ASMTP, IANG, 投资移民 -> CIES).
+  (优才 -> QMAS, 高才通 -> TTPS, 专才 -> ASMTP, IANG, 投资移民 -> CIES, 科技人才入境计划 -> TECHTAS: seed
+  000's category enum spells it TECHTAS, so the value and the item's category agree).
 
 Only well-known abbreviations are listed. A few common ones are ambiguous and resolved by the words
 around them (AMBIGUOUS_ZH): 交大 is 上海交通大学 unless 西安 / 北京 / 西南 names another, 中大 is
@@ -142,8 +143,8 @@ PROGRAMS: dict[str, str] = {
     "Immigration Arrangements for Non-local Graduates": "IANG", "IANG": "IANG",
     "新资本投资者入境计划": "CIES", "资本投资者入境计划": "CIES", "投资移民": "CIES", "资本投资者": "CIES",
     "Capital Investment Entrant Scheme": "CIES", "New Capital Investment Entrant Scheme": "CIES",
-    "CIES": "CIES", "科技人才入境计划": "TechTAS", "Technology Talent Admission Scheme": "TechTAS",
-    "TechTAS": "TechTAS", "输入中国籍香港永久性居民第二代计划": "ASSPRC", "ASSPRC": "ASSPRC",
+    "CIES": "CIES", "科技人才入境计划": "TECHTAS", "Technology Talent Admission Scheme": "TECHTAS",
+    "TechTAS": "TECHTAS", "科技人才": "TECHTAS", "输入中国籍香港永久性居民第二代计划": "ASSPRC", "ASSPRC": "ASSPRC",
     "EB-5": "EB-5", "EB5": "EB-5", "EB-1A": "EB-1A", "NIW": "NIW", "H-1B": "H-1B", "H1B": "H-1B",
     "O-1": "O-1", "Express Entry": "Express Entry", "快速通道": "Express Entry",
 }
