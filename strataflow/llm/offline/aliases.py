@@ -144,7 +144,7 @@ PROGRAMS: dict[str, str] = {
     "新资本投资者入境计划": "CIES", "资本投资者入境计划": "CIES", "投资移民": "CIES", "资本投资者": "CIES",
     "Capital Investment Entrant Scheme": "CIES", "New Capital Investment Entrant Scheme": "CIES",
     "CIES": "CIES", "科技人才入境计划": "TECHTAS", "Technology Talent Admission Scheme": "TECHTAS",
-    "TechTAS": "TECHTAS", "科技人才": "TECHTAS", "输入中国籍香港永久性居民第二代计划": "ASSPRC", "ASSPRC": "ASSPRC",
+    "TechTAS": "TECHTAS", "输入中国籍香港永久性居民第二代计划": "ASSPRC", "ASSPRC": "ASSPRC",
     "EB-5": "EB-5", "EB5": "EB-5", "EB-1A": "EB-1A", "NIW": "NIW", "H-1B": "H-1B", "H1B": "H-1B",
     "O-1": "O-1", "Express Entry": "Express Entry", "快速通道": "Express Entry",
 }
