@@ -14,7 +14,7 @@ key listed in <existing_keys>.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from models.vocabulary import program_category
@@ -94,7 +94,10 @@ def contact(sentence: str) -> Iterable[Finding]:
 
 
 def _run(
-    rules: tuple, text: str, seen: set[tuple[str, str]], statement: str | None
+    rules: tuple[Callable[[str], Iterable[Finding]], ...],
+    text: str,
+    seen: set[tuple[str, str]],
+    statement: str | None,
 ) -> list[tuple[Finding, str]]:
     """Every finding of rules on one (possibly virtual) sentence that survives its guards."""
     results: list[tuple[Finding, str]] = []

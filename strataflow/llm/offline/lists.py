@@ -85,10 +85,10 @@ def parts(sentence: str) -> list[tuple[str, str]]:
                 break
             found.append((sentence[: match.end("part")].strip(" .!,"), "I'm " + re.sub(r"^and\s+", "", part)))
         return found
-    match = COLON_LIST.match(sentence)
-    if not match or _about_someone_else(match.group("label")):
+    colon = COLON_LIST.match(sentence)
+    if not colon or _about_someone_else(colon.group("label")):
         return []
-    label, body = match.group("label"), match.group("body").strip(" .。!！")
+    label, body = colon.group("label"), colon.group("body").strip(" .。!！")
     pieces = [p.strip(" .。") for p in PART_SPLIT.split(body) if p.strip(" .。")]
     if len(pieces) == 1:
         framed = _labelled(label, body, chinese)

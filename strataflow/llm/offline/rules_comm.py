@@ -128,8 +128,8 @@ def channel_en(sentence: str) -> Iterator[Finding]:
         if not match:
             continue
         found = match.groupdict()
-        channel = found.get("via") or found.get("c") or found.get("c2") or found.get("c3")
-        channel = channel.lower() if channel else VERB_CHANNEL[(found.get("v") or "message").lower()]
+        named: str | None = found.get("via") or found.get("c") or found.get("c2") or found.get("c3")
+        channel = named.lower() if named else VERB_CHANNEL[(found.get("v") or "message").lower()]
         value: dict[str, Any] = {"prefers": channel}
         over = re.search(
             r"\b(?:rather than|instead of|not|over)\s+(?P<o>\w+)", sentence[match.end() :], IGNORE

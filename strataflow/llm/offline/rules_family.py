@@ -98,9 +98,9 @@ def family_zh(sentence: str) -> Iterator[Finding]:
         owned = before.endswith(OWNER_ZH) and not THIRD_PARTY_ZH.search(before)
         staged = not before and re.match(STAGE_ZH, sentence[match.end() :])
         if owned or staged:
-            value = "2+" if word in SECOND_CHILD_ZH else "1+"
+            mention = "2+" if word in SECOND_CHILD_ZH else "1+"
             yield Finding(
-                "fact", "children", value, match.span(), category="family", guards=PASSING, weak=True
+                "fact", "children", mention, match.span(), category="family", guards=PASSING, weak=True
             )
             break
     yield from _relative_ages_zh(sentence)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from strataflow.llm.offline.numbers import NUMBER, parse_quantity
+from strataflow.llm.offline.numbers import NUMBER, Quantity, parse_quantity
 from strataflow.llm.offline.text import Finding, slug
 
 Rule = Callable[[str], Iterator[Finding]]
@@ -80,7 +80,7 @@ def _currency(*words: str | None) -> str | None:
     return None
 
 
-def _quantity(text: str, pay_word: bool) -> object:
+def _quantity(text: str, pay_word: bool) -> Quantity | None:
     text = re.sub(r"(\d|[一二两三四五六七八九十])个$", r"\1万", text) if pay_word else text
     if not pay_word and text.endswith("个"):
         return None
@@ -88,7 +88,7 @@ def _quantity(text: str, pay_word: bool) -> object:
 
 
 def money_zh(sentence: str) -> Iterator[Finding]:
-    periods = PERIOD_ZH
+    periods: tuple[tuple[str, str], ...] = PERIOD_ZH
     if re.search(r"(收入|薪水|工资|薪资|薪酬|待遇)", sentence):  # 收入的话，一年差不多150万
         periods += (("annual_income", r"(?:一年|每年)"), ("monthly_income", r"(?:一个月|每个?月)"))
     for key, marker in periods:

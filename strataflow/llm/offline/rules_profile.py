@@ -81,14 +81,16 @@ def birth_year_zh(sentence: str) -> Iterator[Finding]:
             if year:
                 yield Finding("fact", "birth_year", year, match.span(), category="basic")
                 return
-    match = re.search(
+    generation = re.search(
         r"(?:^|(?<=[，,：:])|(?<=我是)|(?<=本人是)|(?<=作为))(?:一个|一名|个)?(?P<g>\d0|\d5)后", sentence
     )
-    if match:
-        start = _year(match.group("g"))
+    if generation:
+        start = _year(generation.group("g"))
         if start:
             span = 9 if start % 10 == 0 else 4
-            yield Finding("fact", "birth_year", f"{start}-{start + span}", match.span(), category="basic")
+            yield Finding(
+                "fact", "birth_year", f"{start}-{start + span}", generation.span(), category="basic"
+            )
 
 
 def birth_year_en(sentence: str) -> Iterator[Finding]:
