@@ -158,11 +158,14 @@ def serve(
         serving.serve(settings, port=port, pool=pool)
 
 
-def status() -> None:
-    """Show watermarks and lag per stage and scope, the last run of each flow, the quarantine rate and the
-    L1 partitions due to expire.
+def status(
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace (default: all)."),
+) -> None:
+    """Show the last run of each flow with its state (completed, completed_with_errors, budget_stopped,
+    failed) and errors, watermarks and lag per stage and scope, the quarantine rate and the L1 partitions
+    due to expire.
 
-    Example: strataflow status
+    Example: strataflow status --namespace acme
     """
     from strataflow.db.engine import check_connection
     from strataflow.ops import status as state
@@ -170,7 +173,7 @@ def status() -> None:
     settings = settings_or_exit()
     with cli_errors():
         check_connection(settings)
-        typer.echo(state.render(state.collect(settings)))
+        typer.echo(state.render(state.collect(settings, namespace)))
 
 
 def demo(
