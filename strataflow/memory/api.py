@@ -23,11 +23,11 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
 from models.common import MemoryKind
+from models.llm import SNAKE_KEY
 from strataflow.memory import store
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
-KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 ITEM_COLUMNS = """
     mi.item_id, mi.namespace, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.value, mi.statement,
     mi.category, mi.importance, mi.confidence, mi.status, mi.source, mi.version, mi.valid_from,
@@ -151,7 +151,7 @@ def normalize_kind(kind: str) -> str:
 def normalize_key(key: str) -> str:
     """snake_case key: 'Job Title' -> job_title; raises ValueError naming the field when nothing is left."""
     name = re.sub(r"[^a-z0-9]+", "_", key.strip().lower()).strip("_")
-    if not KEY_PATTERN.match(name):
+    if not SNAKE_KEY.match(name):
         raise ValueError(
             f"memory key {key!r}: use lower snake_case letters and digits starting with a letter"
         )

@@ -30,7 +30,6 @@ from models.results import LLMStageResult
 
 R = TypeVar("R")
 
-RUNNING = "running"
 COMPLETED = "completed"
 COMPLETED_WITH_ERRORS = "completed_with_errors"
 BUDGET_STOPPED = "budget_stopped"

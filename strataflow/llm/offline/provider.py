@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from strataflow.llm import lazy
 from strataflow.llm.prompt_blocks import parse_blocks
 
 logger = logging.getLogger(__name__)
@@ -89,8 +90,8 @@ def _count_tokens(litellm: Any, text: str) -> int:
 
 
 def _handler_class() -> type:
-    import litellm
-    from litellm import CustomLLM
+    litellm = lazy.litellm()
+    CustomLLM = litellm.CustomLLM  # noqa: N806 (litellm's class name)
 
     class OfflineRulesLLM(CustomLLM):
         """litellm CustomLLM answering every stage with the offline rules."""
@@ -126,7 +127,7 @@ def _handler_class() -> type:
 
 def register_offline_provider() -> None:
     """Register the `offline` provider in litellm.custom_provider_map (idempotent; other entries kept)."""
-    import litellm
+    litellm = lazy.litellm()
 
     with _LOCK:
         if any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
