@@ -6,6 +6,8 @@ inbox and is stamped on the run's record and summary.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import flow
 
 from models.params import NightlyParams, RunSummary
@@ -44,7 +46,7 @@ def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B00
         hot = refresh_hot_memory_task(settings, run_id=run_id, namespace=params.namespace)
     embedded_memory = embed_pending_task(settings, namespace=params.namespace)  # the new L2 items
     expired = expire_l1_task(settings, dry_run=params.dry_run, run_id=run_id, namespace=params.namespace)
-    stages = {
+    stages: dict[str, list[Any]] = {
         "ingest": [ingested],
         "embed": [embedded, embedded_memory],
         "extract": extracted,

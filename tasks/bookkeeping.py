@@ -98,7 +98,7 @@ def logical_date(settings: Settings, run_date: date | None) -> date:
         return run_date
     from prefect.runtime import flow_run
 
-    started = flow_run.scheduled_start_time  # outside a flow run: now
+    started: datetime = flow_run.scheduled_start_time  # outside a flow run: now
     return started.astimezone(settings.tz).date() - timedelta(days=1)
 
 

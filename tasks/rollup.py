@@ -356,8 +356,8 @@ def _key_events(
             events.append({"event": event.event.strip(), "message_ids": ids})
     if existing is not None:
         for old in existing.key_events or []:
-            ids = set(old.get("message_ids") or [])
-            if ids and ids <= week_ids and not ids & live_ids:
+            old_ids = set(old.get("message_ids") or [])
+            if old_ids and old_ids <= week_ids and not old_ids & live_ids:
                 events.append(old)
     return events
 

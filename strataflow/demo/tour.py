@@ -81,7 +81,8 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
     """Generate the sample into out once; later runs reuse it (the marker keeps its date range)."""
     marker = out / MARKER
     if marker.exists():
-        return json.loads(marker.read_text())
+        kept: dict[str, str] = json.loads(marker.read_text())
+        return kept
     try:
         from strataflow.demo import sample
     except ImportError:

@@ -74,7 +74,7 @@ def task_runner(settings: Settings) -> Any | None:
     if settings.task_runner != "dask":
         return None
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask.task_runners import DaskTaskRunner
     except ImportError:
         raise UserError("STRATAFLOW_TASK_RUNNER=dask needs prefect-dask: pip install -e '.[dask]'") from None
     if settings.dask_address:

@@ -77,7 +77,7 @@ def stage_logger(name: str) -> logging.Logger | logging.LoggerAdapter[logging.Lo
     from prefect.logging import get_run_logger
 
     try:
-        return get_run_logger()  # type: ignore[no-any-return]
+        return get_run_logger()
     except MissingContextError:
         return logging.getLogger(name)
 
