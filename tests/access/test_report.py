@@ -19,7 +19,7 @@ CHROMIUM_FLAGS = [
 
 
 def _chromium() -> str:
-    """The system browser; without one the test is skipped (CI sets STRATAFLOW_REQUIRE_BROWSER=1: it fails)."""
+    """The system browser, else a skip (a failure with STRATAFLOW_REQUIRE_BROWSER=1, which CI sets)."""
     for name in ("chromium", "chromium-browser", "google-chrome"):
         found = shutil.which(name)
         if found:
