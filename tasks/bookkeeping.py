@@ -14,7 +14,6 @@ D on its record and summary. Unset, D is the day before the run's scheduled star
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -33,8 +32,6 @@ from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.readers import expand_paths
 from strataflow.ops import runs
-
-logger = logging.getLogger(__name__)
 
 LLM_LIMIT = "llm"
 DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")

@@ -34,7 +34,10 @@ def extract(
     """Extract durable L2 memory items from new L1 messages, one LLM call per scope batch.
 
     Only messages past each scope's watermark are sent, so a second run makes no LLM calls. A budget stop
-    (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes.
+    (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes. A
+    scope whose model call fails is named (by hash) on stderr and retried by the next run; the run ends
+    completed_with_errors (exit 0), or failed (exit 1) when every scope failed.
+
     Example: strataflow extract --namespace consult
     """
     from strataflow.timeutil import parse_event_time
