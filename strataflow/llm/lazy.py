@@ -4,10 +4,10 @@ always with the local model cost map (no network fetch at import)."""
 from __future__ import annotations
 
 import os
-from types import ModuleType
+from typing import Any
 
 
-def litellm() -> ModuleType:
+def litellm() -> Any:
     """The litellm module, imported on first use with LITELLM_LOCAL_MODEL_COST_MAP set and debug hints off."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm as module

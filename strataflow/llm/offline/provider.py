@@ -91,7 +91,7 @@ def _count_tokens(litellm: Any, text: str) -> int:
 
 def _handler_class() -> type:
     litellm = lazy.litellm()
-    CustomLLM = litellm.CustomLLM  # noqa: N806 (litellm's class name)
+    from litellm import CustomLLM
 
     class OfflineRulesLLM(CustomLLM):
         """litellm CustomLLM answering every stage with the offline rules."""
