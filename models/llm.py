@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from models.common import MemoryKind
-from models.vocabulary import SNAKE_KEY as SNAKE_KEY  # re-exported: the store checks keys with it
 from models.vocabulary import normalize_key
 
 # A key as a model wrote it, normalised by the one key normaliser: currentJobTitle -> job_title.

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from strataflow.llm import lazy
 from strataflow.llm.prompt_blocks import parse_blocks
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ def _count_tokens(litellm: Any, text: str) -> int:
 
 
 def _handler_class() -> type:
-    import litellm
+    litellm = lazy.litellm()
     from litellm import CustomLLM
 
     class OfflineRulesLLM(CustomLLM):
@@ -137,7 +138,7 @@ def _handler_class() -> type:
 
 def register_offline_provider() -> None:
     """Register the `offline` provider in litellm.custom_provider_map (idempotent; other entries kept)."""
-    import litellm
+    litellm = lazy.litellm()
 
     with _LOCK:
         if any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
