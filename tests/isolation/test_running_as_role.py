@@ -110,7 +110,7 @@ def test_an_agent_role_saves_updates_and_deletes_its_own_items_through_the_memor
                 conn, alpha, SUBJECT, item_id=saved.item.item_id, value="coffee"
             )
             deleted = memory_api.delete_memory(conn, alpha, SUBJECT, item_id=saved.item.item_id)
-            history = memory_api.memory_history(conn, saved.item.item_id)
+            history = memory_api.memory_history(conn, alpha, saved.item.item_id)
         with pytest.raises(DBAPIError, match="row-level security"):
             with conn.begin():
                 roles.as_role(conn, agent)
