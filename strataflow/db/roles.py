@@ -164,8 +164,8 @@ def as_role(conn: Connection, role_name: str) -> None:
         )
     if not switchable:
         raise AccessError(
-            f"role {role_name!r} is not an agent or analyst login role made by `strataflow access create-role`;"
-            " as_role switches only to those"
+            f"role {role_name!r} is not an agent or analyst login role (made by `strataflow access "
+            "create-role`); as_role switches only to those"
         )
     # Identifiers cannot be bound parameters; the name was validated against ROLE_NAME above.
     conn.execute(text(f'set local role "{role_name}"'))
