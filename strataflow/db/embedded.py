@@ -202,12 +202,19 @@ def stop(home: Path) -> bool:
 def backup(uri: str, out: Path) -> None:
     """Dump the database with the pg_dump bundled in the wheel (custom format, restore with pg_restore)."""
     from pgserver._commands import POSTGRES_BIN_PATH
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     out = out.resolve()
+    # The password goes in the environment, not on the command line (which other local users can list).
+    info = conninfo_to_dict(uri)
+    password = info.pop("password", None)
+    env = {**os.environ, **({"PGPASSWORD": str(password)} if password else {})}
     result = subprocess.run(
-        [str(POSTGRES_BIN_PATH / "pg_dump"), "--format=custom", f"--file={out}", uri],
+        [str(POSTGRES_BIN_PATH / "pg_dump"), "--format=custom", f"--file={out}", make_conninfo(**info)],
         capture_output=True,
         text=True,
+        env=env,
     )
     if result.returncode != 0:
         raise RuntimeError(f"pg_dump failed: {result.stderr.strip()}")
+    out.chmod(0o600)  # the whole database: as private as the password files

@@ -82,6 +82,13 @@ def test_the_owner_needs_its_password_too(settings: Settings) -> None:
     assert _login_error(owner_url, password=None) is not None
 
 
+def test_a_backup_still_logs_in_and_is_private(engine: Engine, strataflow_home: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "strataflow.dump"
+    result = _cli(strataflow_home, "db", "backup", str(dump))
+    assert result.returncode == 0, result.stderr
+    assert dump.stat().st_size > 0 and stat.S_IMODE(dump.stat().st_mode) == 0o600
+
+
 def test_passwords_are_kept_private_and_stored_as_scram_verifiers(
     engine: Engine, strataflow_home: Path, agent_url: str
 ) -> None:
