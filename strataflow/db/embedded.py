@@ -5,7 +5,7 @@ command; `strataflow db stop` stops it. Connections use a Unix socket (no TCP po
 
 Authentication: pgserver's initdb trusts every local login. The first start under this code (a new home, or
 a home made by an older strataflow) secures it once: the owner (postgres) gets a generated password, every
-other login role without a stored password gets one (strataflow.db.passwords keeps them, mode 0600), and
+other login role without a password gets one (strataflow.db.passwords keeps them, mode 0600), and
 pg_hba.conf is rewritten to scram-sha-256 for every role and reloaded. From then on a URL without the right
 password is refused, the owner's included.
 """
@@ -43,8 +43,10 @@ local   all       all                 scram-sha-256
 host    all       all   127.0.0.1/32  scram-sha-256
 host    all       all   ::1/128       scram-sha-256
 """
+# Login roles that could only log in because the server trusted them (a password set by hand stays).
 SELECT_ROLES_WITHOUT_PASSWORD = (
-    "select rolname from pg_roles where rolcanlogin and rolname <> current_user and rolname !~ '^pg_'"
+    "select rolname from pg_authid"
+    " where rolcanlogin and rolpassword is null and rolname <> current_user and rolname !~ '^pg_'"
 )
 
 
@@ -118,7 +120,7 @@ def _home_lock(home: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-def _secure(home: Path, pgdata: Path, trust_uri: str) -> None:
+def _secure(home: Path, pgdata: Path, uri: str) -> None:
     """Passwords for the owner and every login role, then scram-sha-256 in pg_hba.conf (once per home)."""
     import psycopg
 
@@ -129,7 +131,8 @@ def _secure(home: Path, pgdata: Path, trust_uri: str) -> None:
         owner_password = passwords.read_secret(owner_path) or passwords.generate_password()
         passwords.write_secret(owner_path, owner_password)
         logger.info("securing the embedded server under %s: passwords and scram-sha-256", pgdata)
-        with psycopg.connect(trust_uri, autocommit=True) as conn:
+        # Trusted, the password is not asked for; a server already asking for it gets the stored one.
+        with psycopg.connect(with_login(uri, OWNER, owner_password), autocommit=True) as conn:
             passwords.set_password(conn, OWNER, owner_password)
             for (role,) in conn.execute(SELECT_ROLES_WITHOUT_PASSWORD).fetchall():
                 if not passwords.ROLE_FILE_NAME.match(role):
@@ -210,7 +213,7 @@ def backup(uri: str, out: Path) -> None:
     password = info.pop("password", None)
     env = {**os.environ, **({"PGPASSWORD": str(password)} if password else {})}
     result = subprocess.run(
-        [str(POSTGRES_BIN_PATH / "pg_dump"), "--format=custom", f"--file={out}", make_conninfo(**info)],
+        [str(POSTGRES_BIN_PATH / "pg_dump"), "--format=custom", f"--file={out}", make_conninfo("", **info)],
         capture_output=True,
         text=True,
         env=env,
