@@ -146,25 +146,37 @@ def chunk_messages(messages: list[ScopeMessage], batch_tokens: int) -> Iterator[
         yield chunk
 
 
+CONTEXT_NOTE = (
+    "Lines with \"context\": true are the assistant's turns: read them to understand the subject's replies "
+    "(a bare answer to a question), but never take a fact, preference or intent from them."
+)
+
+
 def message_record(message: ScopeMessage) -> dict[str, Any]:
-    return {
+    """One <messages> line; a turn that is not the subject's (assistant, system, tool) is marked context."""
+    record: dict[str, Any] = {
         "id": message.message_id,
         "role": message.role,
         "time": message.event_at.isoformat(),
         "text": message.content,
     }
+    if message.role != "user":
+        record["context"] = True
+    return record
 
 
 def build_extract_messages(batch: list[ScopeMessage], existing_keys: list[str]) -> list[dict[str, str]]:
-    """The chat messages of one extraction call: instructions, then the data blocks."""
-    user = "\n".join(
-        [
-            task_block(STAGE),
-            text_block("existing_keys", ", ".join(existing_keys)),
-            json_lines_block("messages", (message_record(m) for m in batch)),
-        ]
-    )
-    return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": user}]
+    """The chat messages of one extraction call: instructions, then the data blocks. A batch may carry the
+    assistant's turns for context (seed 000 save_info passes both messages); they are marked, and a note
+    says facts come only from the subject's own lines. A batch of user turns only is sent as before."""
+    blocks = [
+        task_block(STAGE),
+        text_block("existing_keys", ", ".join(existing_keys)),
+        json_lines_block("messages", (message_record(m) for m in batch)),
+    ]
+    if any(m.role != "user" for m in batch):
+        blocks.insert(1, text_block("roles", CONTEXT_NOTE))
+    return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": "\n".join(blocks)}]
 
 
 def batch_cache_key(batch: list[ScopeMessage]) -> str:
