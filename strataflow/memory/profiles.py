@@ -161,17 +161,27 @@ def refresh_documents(conn: Connection, namespace: str, subject_id: str) -> None
 
 
 def render_profile_block(document: ProfileDocument) -> str:
-    """Seed 002 prompt injection: the document's filled fields as JSON between the seed's markers.
+    """Seed 002 prompt injection: the document's filled fields between the seed's markers (see profile_body);
+    empty string when nothing is filled."""
+    body = profile_body(document)
+    if not body:
+        return ""
+    start, end = profile_markers(document.doc_type)
+    return f"{start}\n{body}\n{end}"
 
-    Empty fields and entry meta are left out; '<' is written as \\u003c so user text cannot close a tag of
-    the prompt around it. Empty string when nothing is filled.
-    """
+
+def profile_body(document: ProfileDocument) -> str:
+    """The filled fields as compact JSON (empty fields and entry meta left out); '<' is written as \\u003c so
+    user text cannot close a tag of the prompt around it. Empty string when nothing is filled."""
     filled = _pruned(document.content)
     if not filled:
         return ""
-    body = json.dumps(filled, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    marker = MARKERS[document.doc_type]
-    return f"<!-- {marker}_START -->\n{body}\n<!-- {marker}_END -->"
+    return json.dumps(filled, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+def profile_markers(doc_type: str) -> tuple[str, str]:
+    """Seed 002's prompt markers: <!-- USER_MEMORY_START --> / <!-- USER_MEMORY_END --> (WORK_ for work)."""
+    return f"<!-- {MARKERS[doc_type]}_START -->", f"<!-- {MARKERS[doc_type]}_END -->"
 
 
 def _documents(conn: Connection, namespace: str, subject_id: str) -> dict[str, ProfileDocument]:
