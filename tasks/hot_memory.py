@@ -174,6 +174,10 @@ def upsert_hot_items(
             source_message_ids=sources, run_id=run_id, prompt_version=PROMPT_VERSION, model=model,
         )  # fmt: skip
         changed += action in store.CHANGED_ACTIONS
+    if changed:
+        from strataflow.memory.profiles import refresh_documents
+
+        refresh_documents(conn, scope.namespace, scope.subject_id)  # status items are projects (seed 002)
     return changed
 
 
