@@ -28,6 +28,16 @@ from sqlalchemy import Connection, text
 
 from models.profiles import CONTENT_MODELS, ENTRY_FIELDS, OBJECT_FIELDS, MemoryStatus, ProfileDocument
 from strataflow.memory.profile_mapping import derive_contents, load_items, name_key
+from strataflow.memory.user_memory import get_user_context, save_exchange, summarize
+
+# Seed 000 lives in strataflow.memory.user_memory; its three calls are also reachable from here, where the
+# earlier profile module had them (save_info is save_exchange).
+save_info = save_exchange
+__all__ = [
+    "ProfileDocument", "ProfileValidationError", "get_profile", "get_profiles", "get_user_context",
+    "patch_profile", "profile_body", "profile_markers", "put_profile", "refresh_documents",
+    "render_profile_block", "save_info", "save_exchange", "set_profile_status", "summarize",
+]  # fmt: skip
 
 DOC_TYPES: tuple[str, ...] = ("user", "work")
 MARKERS = {"user": "USER_MEMORY", "work": "WORK_MEMORY"}
