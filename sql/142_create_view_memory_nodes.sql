@@ -34,7 +34,7 @@ last_change as (
         v.action
     from memory_item_versions as v
     where v.note is null
-    order by v.item_id, v.version desc, v.version_id desc
+    order by v.item_id asc, v.version desc, v.version_id desc
 ),
 
 updates as (

@@ -64,7 +64,7 @@ todays_assets as (
         coalesce(d.title, d.uri) as text,
         d.updated_at as event_at,
         d.updated_at as recorded_at,
-        '{}'::bigint [] as source_message_ids
+        '{}'::bigint[] as source_message_ids
     from asset_documents as d
     cross join today as t
     where (d.ingested_at >= t.day_start and d.ingested_at < t.day_end)

@@ -22,7 +22,6 @@ import logging
 import uuid
 from pathlib import Path
 
-from prefect import task
 from sqlalchemy import Connection, text
 
 from models.lifecycle import ForgetResult
@@ -158,11 +157,3 @@ def forget_subject(
         result = forget_rows(conn, namespace, subject_id, run_id or uuid.uuid4())
     logger.info("forgot subject sha256:%s in %s: %s", result.subject_hash, namespace, result.counts)
     return result
-
-
-@task(name="forget-subject", retries=1, retry_delay_seconds=[10])
-def forget_subject_task(
-    settings: Settings, namespace: str, subject_id: str, run_id: uuid.UUID | None = None
-) -> ForgetResult:
-    """Remove every trace of one data subject."""
-    return forget_subject(settings, namespace, subject_id, run_id=run_id)

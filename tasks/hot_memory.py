@@ -5,29 +5,31 @@ scope, older summaries in memory_item_versions). The value is {"summary": ..., "
 As seed 001's refreshHotMemory, the same call also returns the typed items the messages state (kinds status,
 decision, preference; other kinds are dropped); they are upserted into L2 like extracted items (one row per
 (scope, kind, key): an unchanged value writes nothing, a manual item is never overwritten).
+
+Failures follow the LLM stage policy of models/results.py: a failed scope is counted and named by hash, the
+others go on, and the task raises only when every scope failed. The model is called with no transaction
+open; retries live in the gateway only.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
 from models.llm import HotSummaryOutput
+from models.results import HotMemoryResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block
 from strataflow.memory import store
+from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
 from strataflow.ops.scopes import Scope, advance_watermark, pending_scopes, scope_lock
-
-logger = logging.getLogger(__name__)
 
 STAGE = "hot_summary"
 PROMPT_VERSION = "hot-summary-v2"
@@ -60,17 +62,6 @@ SELECT_LAST_MESSAGES = text(
 )
 
 
-class HotMemoryResult(BaseModel):
-    scopes: int = 0
-    summaries_written: int = 0
-    items_written: int = 0
-    llm_calls: int = 0
-    cache_hits: int = 0
-    tokens: int = 0
-    budget_stopped: bool = False
-    errors: list[str] = []
-
-
 def refresh_hot_memory(
     settings: Settings,
     run_id: uuid.UUID | None = None,
@@ -83,6 +74,7 @@ def refresh_hot_memory(
     engine = engine_for(settings)
     gateway = LLMGateway(settings, engine, run_id)
     result = HotMemoryResult()
+    log = stage_logger(__name__)
     with engine.connect() as conn:
         scopes = pending_scopes(conn, STAGE, namespace)
     scopes = [scope for scope in scopes if subject_id is None or scope.subject_id == subject_id]
@@ -113,11 +105,13 @@ def refresh_hot_memory(
                     cache_key=json.dumps([[r.message_id, r.content_hash] for r in rows]),
                 )
             except BudgetExhausted as exc:
-                logger.warning("%s", exc)
+                log.warning("%s", exc)
                 result.budget_stopped = True
                 break
             except LLMError as exc:
-                result.errors.append(f"{scope.namespace}/{scope.subject_id}: {exc}")
+                unit = scope_ref(scope.namespace, scope.subject_id)
+                result.add_failure(unit, exc)
+                log.error("hot memory of %s failed: %s", unit, exc)
                 continue
             ids = {r.message_id for r in rows}
             sources = [i for i in output.source_message_ids if i in ids] or sorted(ids)
@@ -181,12 +175,12 @@ def upsert_hot_items(
     return changed
 
 
-@task(name="refresh-hot-memory", retries=2, retry_delay_seconds=[10, 60], cache_policy=NO_CACHE)
+@task(name="refresh-hot-memory", cache_policy=NO_CACHE)
 def refresh_hot_memory_task(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> HotMemoryResult:
-    """Refresh the seed 001 hot summary of every scope (of one namespace, when given) with new messages."""
+    """Refresh the seed 001 hot summary of every scope (of one namespace, when given) with new messages;
+    raises when every scope failed."""
     result = refresh_hot_memory(settings, run_id=run_id, namespace=namespace)
-    if result.errors:
-        raise LLMError("hot memory failed for: " + "; ".join(result.errors))
+    raise_if_all_failed(result, STAGE)
     return result

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, recorded_run, settings_or_exit
+from strataflow.commands.common import UserError, cli_errors, recorded_run, report_failures, settings_or_exit
 
 hot_memory_app = typer.Typer(
     help="Seed 001 hot memory: the summary and typed items of a scope.", no_args_is_help=True
@@ -28,7 +28,6 @@ def hot_memory_refresh(
     One LLM call per scope with messages past its hot-memory watermark; a second run makes none.
     Example: strataflow hot-memory refresh -n team -s proj_atlas
     """
-    from strataflow.llm.gateway import LLMError
     from tasks.hot_memory import refresh_hot_memory
 
     settings = settings_or_exit()
@@ -38,17 +37,14 @@ def hot_memory_refresh(
         {"namespace": namespace, "subject": subject},
         namespace,
         lambda run_id: refresh_hot_memory(settings, run_id, namespace, subject_id=subject),
-        user_errors=(LLMError,),
-        failed=lambda r: bool(r.errors),
     )
     typer.echo(
         f"scopes {result.scopes}, summaries written {result.summaries_written}, typed items written "
         f"{result.items_written}, llm calls {result.llm_calls} (cache hits {result.cache_hits})"
     )
-    for error in result.errors:
-        typer.echo(f"error: {error}", err=True)
-    if result.errors:
-        raise typer.Exit(1)
+    if result.budget_stopped:
+        typer.echo("budget spent: stopped cleanly; the next run resumes where this one stopped", err=True)
+    report_failures(result)
 
 
 def save_info(

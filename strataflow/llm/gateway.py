@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
+from strataflow.llm import lazy
 
 logger = logging.getLogger(__name__)
 
@@ -114,15 +115,6 @@ def _semaphore(limit: int) -> threading.BoundedSemaphore:
         if limit not in _SEMAPHORES:
             _SEMAPHORES[limit] = threading.BoundedSemaphore(limit)
         return _SEMAPHORES[limit]
-
-
-def _litellm() -> Any:
-    """Import litellm lazily (slow import), with the local cost map, and the offline provider registered."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 def _register_offline() -> None:
@@ -256,7 +248,7 @@ class LLMGateway:
         self, call: _Call, messages: list[dict[str, Any]], schema: type[BaseModel], attempt: list[int]
     ) -> _Reply:
         """Send until a reply arrives (valid or not); retry 429, 5xx and timeouts with exponential backoff."""
-        litellm = _litellm()
+        litellm = lazy.litellm()
         retryable = (
             (litellm.RateLimitError, "rate_limited"),
             (litellm.Timeout, "timeout"),  # before APIConnectionError: Timeout is a subclass of it

@@ -204,7 +204,7 @@ def _documents(conn: Connection, namespace: str, subject_id: str) -> dict[str, P
         documents[doc_type] = ProfileDocument(
             namespace=namespace,
             subject_id=subject_id,
-            doc_type=doc_type,  # type: ignore[arg-type]
+            doc_type=doc_type,
             status=MemoryStatus[row.status].value if row is not None else MemoryStatus.ACTIVE.value,
             version=row.version if row is not None else 0,
             updated_at=row.updated_at if row is not None else None,

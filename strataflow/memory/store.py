@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from models.common import DEFAULT_IMPORTANCE, MemoryKind
-from models.llm import SNAKE_KEY
+from models.vocabulary import SNAKE_KEY
 from strataflow.textsearch import TSVECTOR_SQL, fts_parts
 
 NEW = "new"

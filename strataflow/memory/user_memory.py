@@ -33,14 +33,13 @@ from models.user_memory import (
     UserContext,
     UserProfile,
 )
-from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS
+from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS, normalize_key, program_category
 from strataflow.config import Settings
 from strataflow.memory import store
 from strataflow.retrieval.query_intent import key_hints
 from strataflow.textsearch import TSQUERY_SQL, detect_lang, or_query_parts
 
 SEED_TYPES = {"fact": "FACT", "preference": "PREFERENCE", "intent": "INTENT"}
-PROGRAM_CATEGORIES = ("QMAS", "GEP", "IANG", "TTPS", "CIES", "TECHTAS")
 SUMMARY_MIN_FIELDS = 3
 KIND_ORDER = ("fact", "intent", "preference", "observation", "meta", "status")
 LABELS_ZH = {
@@ -48,23 +47,18 @@ LABELS_ZH = {
     "nationality": "国籍", "phone": "电话", "email": "邮箱", "languages": "语言", "education": "学历",
     "university": "毕业院校", "major": "专业", "job_title": "职位", "company": "公司", "industry": "行业",
     "years_of_experience": "工作年限", "annual_income": "年收入", "income_currency": "收入币种",
-    "skills": "技能", "tools": "工具", "tech_background": "科技背景", "target_programs": "目标计划",
-    "timeline": "时间规划", "budget": "预算", "investment_amount": "可投资金额", "hk_employer": "香港雇主",
-    "target_city": "目标城市", "current_visa": "当前签证", "language_scores": "语言成绩",
-    "marital_status": "婚姻状况", "children": "子女", "spouse": "配偶", "family_members": "家庭成员",
-    "family_support": "家人支持",
+    "skills": "技能", "tools": "工具", "has_tech_background": "科技背景", "target_programs": "目标计划",
+    "timeline": "时间规划", "budget": "预算", "investment_amount": "可投资金额",
+    "has_hk_employer": "香港雇主", "target_city": "目标城市", "current_visa": "当前签证",
+    "language_scores": "语言成绩", "marital_status": "婚姻状况", "children": "子女", "spouse": "配偶",
+    "family_members": "家庭成员", "family_support": "家人支持", "birth_year": "出生年份",
+    "monthly_income": "月收入", "budget_currency": "预算币种",
 }  # fmt: skip
 SECTION_LABELS = {
     "zh": {"basic": "基本信息", "career": "职业", "immigration": "移民意向", "family": "家庭"},
     "en": {"basic": "Basic", "career": "Career", "immigration": "Immigration", "family": "Family"},
 }
-MONEY_KEYS = frozenset({"annual_income", "budget", "investment_amount"})
-# Seed 000 camelCase field names (snake-cased) whose vocabulary key differs.
-SEED_000_FIELDS = {
-    "current_job_title": "job_title", "current_company": "company", "current_industry": "industry",
-    "total_years_of_experience": "years_of_experience", "current_location": "location",
-    "target_category": "target_programs", "immigration_timeline": "timeline", "has_children": "children",
-}  # fmt: skip
+MONEY_KEYS = frozenset({"annual_income", "monthly_income", "budget", "investment_amount"})
 
 SELECT_PROFILE_VALUES = text(
     """
@@ -130,7 +124,7 @@ def save_exchange(
         subject_id=subject_id,
         cache_key=extract.batch_cache_key(batch),
     )
-    known = {field_key(k): v for k, v in (existing_info or {}).items()}
+    known = {normalize_key(k): v for k, v in (existing_info or {}).items()}
     ids = {m.message_id for m in batch}
     lang = detect_lang(user_message)
     result = SaveInfoResult(extracted_info={}, saved_count=0, llm_calls=gateway.requests_sent)
@@ -224,12 +218,6 @@ def get_user_context(
     )
 
 
-def field_key(name: str) -> str:
-    """A seed 000 field name as a vocabulary key: currentJobTitle -> job_title."""
-    snake = "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).strip("_").lower()
-    return SEED_000_FIELDS.get(snake, snake)
-
-
 def _exchange(user_message: str, assistant_message: str | None, now: datetime) -> list[Any]:
     from strataflow.ops.scopes import ScopeMessage
 
@@ -281,8 +269,9 @@ def _value_text(key: str, value: Any, lang: str) -> str:
 
 
 def _category(value: Any) -> str | None:
+    """The seed 000 program category the value names (QMAS, GEP, IANG, TTPS, CIES, TECHTAS), if any."""
     values = value if isinstance(value, list) else [value]
-    return next((str(v).upper() for v in values if str(v).upper() in PROGRAM_CATEGORIES), None)
+    return next((c for c in (program_category(str(v)) for v in values) if c), None)
 
 
 def _same(known: Any, value: Any) -> bool:

@@ -34,7 +34,6 @@ expires_at.
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from typing import Any, Literal
 
@@ -120,10 +119,9 @@ class ContextResult(BaseModel):
 
 def count_tokens(value: str) -> int:
     """Tokens of value as the budget counts them: litellm.token_counter with its default tokenizer."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import (as llm.py)
-    import litellm
+    from strataflow.llm import lazy
 
-    return int(litellm.token_counter(text=value))
+    return int(lazy.litellm().token_counter(text=value))
 
 
 def build_context(

@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
-from models.vocabulary import PROFILE_SECTIONS
+from models.vocabulary import PROFILE_SECTIONS, normalize_key
 from strataflow.cli import app
 from strataflow.config import Settings
-from strataflow.memory.user_memory import field_key, get_user_context, save_exchange, summarize
+from strataflow.memory.user_memory import get_user_context, save_exchange, summarize
 from tasks.extract import PROMPT_VERSION
 
 EXCHANGE = ("我今年三十多岁，在上海做产品经理，年薪大概60万。", "好的，了解了，谢谢您的介绍。")
@@ -79,7 +79,7 @@ def test_existing_info_with_the_same_value_is_skipped_and_a_new_value_wins(
 
 
 def test_seed_000_field_names_map_to_vocabulary_keys() -> None:
-    assert [field_key(name) for name in ("currentJobTitle", "annualIncome", "age", "maritalStatus")] == [
+    assert [normalize_key(name) for name in ("currentJobTitle", "annualIncome", "age", "maritalStatus")] == [
         "job_title",
         "annual_income",
         "age",
