@@ -2,11 +2,12 @@
 
 save_exchange runs the extraction stage of tasks/extract.py on one exchange, now: the same prompt
 (build_extract_messages, PROMPT_VERSION), output schema (ExtractionOutput), gateway, ledger and cache. The
-exchange is not written to L1: its messages get the ids 1 (user) and 2 (assistant) inside the prompt only,
-and the saved items carry metadata {"via": "save_info"} instead of L1 lineage. Seed 000's rules then apply:
-a field of existing_info with the same value is skipped; every other item is upserted as an extracted item
-(strataflow.memory.store: an unchanged value is skipped, a newer one wins, a manual one is never
-overwritten). The same exchange twice is answered by the LLM cache and saves nothing the second time.
+assistant's turn goes along as context (marked as such in the prompt); only items stated in the user's turn
+are kept. The exchange is not written to L1: its messages get the ids 1 (user) and 2 (assistant) inside the
+prompt only, and the saved items carry metadata {"via": "save_info"} instead of L1 lineage. Seed 000's rules
+then apply: a field of existing_info with the same value is skipped; every other item is upserted as an
+extracted item (strataflow.memory.store: an unchanged value is skipped, a newer one wins, a manual one is
+never overwritten). The same exchange twice is answered by the LLM cache and saves nothing the second time.
 
 summarize groups the vocabulary keys into the four seed 000 sections (basic, career, immigration, family),
 scores completeness as the share of vocabulary keys filled, and writes the narrative in the language of the
@@ -111,7 +112,7 @@ def save_exchange(
     if not user_message.strip():
         raise ValueError("save_info: user_message is empty")
     now = datetime.now(UTC)
-    batch = [m for m in _exchange(user_message, assistant_message, now) if m.role in extract.EXTRACT_ROLES]
+    batch = _exchange(user_message, assistant_message, now)  # the assistant's turn rides along as context
     scope = {"namespace": namespace, "subject_id": subject_id}
     existing_keys = [row[0] for row in conn.execute(extract.SELECT_EXISTING_KEYS, scope)]
     gateway = LLMGateway(settings, engine_for(settings), None)
@@ -125,7 +126,7 @@ def save_exchange(
         cache_key=extract.batch_cache_key(batch),
     )
     known = {normalize_key(k): v for k, v in (existing_info or {}).items()}
-    ids = {m.message_id for m in batch}
+    ids = {m.message_id for m in batch if m.role in extract.EXTRACT_ROLES}  # facts: the user's turn only
     lang = detect_lang(user_message)
     result = SaveInfoResult(extracted_info={}, saved_count=0, llm_calls=gateway.requests_sent)
     for item in output.items:
