@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from sqlalchemy import Connection, text
 
 from models.profiles import CONTENT_MODELS, ENTRY_FIELDS, OBJECT_FIELDS, MemoryStatus, ProfileDocument
+from strataflow.llm.prompt_blocks import escape_json
 from strataflow.memory.profile_mapping import derive_contents, load_items, name_key
 from strataflow.memory.user_memory import get_user_context, save_exchange, summarize
 
@@ -186,7 +187,7 @@ def profile_body(document: ProfileDocument) -> str:
     filled = _pruned(document.content)
     if not filled:
         return ""
-    return json.dumps(filled, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return escape_json(json.dumps(filled, ensure_ascii=False, separators=(",", ":")))
 
 
 def profile_markers(doc_type: str) -> tuple[str, str]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
 from strataflow.config import Settings
+from strataflow.llm.prompt_blocks import escape_json, escape_markup
 from strataflow.retrieval.context_parts import (
     ContextIntent,
     ContextPiece,
@@ -392,13 +393,14 @@ def _render_piece(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
             "source_message_ids": piece.source_message_ids, "score": piece.score, "event_at": when,
             "label": piece.label, "text": piece.text,
         }  # fmt: skip
-        return json.dumps(record, ensure_ascii=False)
+        return escape_json(json.dumps(record, ensure_ascii=False))
     ident = "+".join(str(i) for i in piece.ids)
-    what = f"{piece.kind}:{piece.label}" if piece.label else piece.kind
+    what = f"{piece.kind}:{escape_markup(piece.label)}" if piece.label else piece.kind
     provenance = f"{piece.layer} {what} id={ident} score={piece.score:g}" + (f" at={when}" if when else "")
     if piece.source_message_ids and piece.layer != "L1":
         provenance += " from=" + ",".join(str(i) for i in piece.source_message_ids[:5])
-    return f"- [{provenance}] {piece.text.replace(chr(10), chr(10) + '  ')}\n"
+    # User text is data: it cannot close <memory-context> or open a marker (escape_markup).
+    return f"- [{provenance}] {escape_markup(piece.text).replace(chr(10), chr(10) + '  ')}\n"
 
 
 def _clip(value: str, limit: int) -> str:

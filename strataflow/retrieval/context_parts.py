@@ -236,6 +236,7 @@ def render_profile_piece(piece: ContextPiece, fmt: str) -> str:
     """A profile piece between seed 002's markers (text), or as a JSON record naming its kind."""
     import json
 
+    from strataflow.llm.prompt_blocks import escape_json
     from strataflow.memory.profiles import profile_markers
 
     start, end = profile_markers(piece.label)
@@ -243,7 +244,7 @@ def render_profile_piece(piece: ContextPiece, fmt: str) -> str:
     if fmt == "json":
         record = {"section": piece.section, "layer": piece.layer, "kind": piece.kind, "ids": piece.ids,
                   "label": piece.label, "text": block}  # fmt: skip
-        return json.dumps(record, ensure_ascii=False)
+        return escape_json(json.dumps(record, ensure_ascii=False))
     return block + "\n"
 
 
