@@ -25,17 +25,13 @@ def api(
 
     Example: strataflow api --port 8700 --workers 2
     """
-    import uvicorn
-
     from strataflow.db.engine import check_connection
+    from strataflow.service.server import serve
 
     settings = settings_or_exit()
     with cli_errors():
         check_connection(settings)  # start the embedded server (or fail clearly) before the workers do
-    uvicorn.run(
-        "strataflow.service.app:create_app", factory=True, host=host, port=port, workers=workers,
-        log_level="info", timeout_graceful_shutdown=30, server_header=False,
-    )  # fmt: skip
+    serve(host, port, workers)
 
 
 def mcp() -> None:

@@ -65,6 +65,7 @@ DocType = Annotated[
 ]
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
 
 def _tool(
@@ -161,9 +162,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
             )
         return entry.model_dump(mode="json")
 
-    @server.tool(
-        name="memory_delete", annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False)
-    )
+    @_tool(server, "memory_delete", DESTRUCTIVE)
     def memory_delete(id: EntryId, ctx: Context, agent: Agent = None) -> dict[str, Any]:
         """Delete a memory entry that is wrong or no longer true (its history is kept)."""
         with session(ctx, write=True) as (conn, caller):
