@@ -245,15 +245,13 @@ def delete_item(
 ) -> bool:
     """Mark the current item of the agent's scope deleted (a new version, action deleted); False when there
     is no active item."""
-    probe = {
-        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id,
-        "kind": MemoryKind(kind).value, "key": key,
-    }  # fmt: skip
+    kind = MemoryKind(kind).value
+    probe = {"namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind, "key": key}
     current = _select_current(conn, probe)
     if current is None or current.status == "deleted":
         return False
     row = _row(
-        namespace, subject_id, probe["kind"], key, current.value, current.statement or "", current.category,
+        namespace, subject_id, kind, key, current.value, current.statement or "", current.category,
         current.importance, current.confidence, source, max(event_at, current.valid_from), (), run_id, None,
         None, agent_id, None,
     )  # fmt: skip
