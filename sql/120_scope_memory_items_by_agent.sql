@@ -26,7 +26,12 @@ alter table memory_items
 
 update memory_items as mi
 set created_at = coalesce(
-    (select min(v.recorded_at) from memory_item_versions as v where v.item_id = mi.item_id), mi.recorded_at);
+    (
+        select min(v.recorded_at) from memory_item_versions as v
+        where v.item_id = mi.item_id
+    ),
+    mi.recorded_at
+);
 
 alter table memory_item_versions
     add column agent_id text,

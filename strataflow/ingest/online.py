@@ -3,14 +3,15 @@ ingest's own validation, enrichment, quarantine and rewrite rules.
 
 Each record is validated as the canonical message (models.messages.MessageRecord) and enriched by
 strataflow.ingest.enrich.prepare_chunk (language, intent, hash, full-text parts); invalid records go to the
-quarantine table with the field they name (strataflow.ingest.staging.write_chunk). New messages are inserted
-with one statement (key and message together, into their weekly partition): the batch path stages through
-COPY and session temp tables, which pays off for chunks, not for one message (a commit that touched the temp
-tables costs several milliseconds here). A message that is already stored with the same content is left
-alone; one whose content changed is handed to write_chunk, which rewrites it as a re-ingest does (same id,
-re-queued for extraction). So a write is idempotent on (namespace, source, source_message_id) exactly like
-a re-ingest. The namespace is the caller's (a record's own `namespace` is ignored); `source` defaults to
-"api".
+quarantine table with the field they name (strataflow.ingest.staging.write_chunk). Valid messages are written
+with set-based statements of their own, not staging's COPY path: that path stages through session temp
+tables, which pays off for chunks, not for one message (a commit that touched the temp tables costs several
+milliseconds here), and it sets message ids itself, which an agent role may not (sql/101). The rules are the
+batch ingest's: a new key inserts its message; a known key with the same content changes nothing; a known
+key with new content is rewritten (same id, new content and ingest_seq, embedding cleared, possibly another
+partition), so extraction takes it again; a key whose L1 row expired is never brought back. So a write is
+idempotent on (namespace, source, source_message_id) exactly like a re-ingest. The namespace is the
+caller's (a record's own `namespace` is ignored); `source` defaults to "api".
 
 A written message is found at once by context and search through its full-text vector. Its embedding is left
 to the next embed run (`strataflow embed`, or the nightly flow, which also extracts L2 from it exactly once:
@@ -33,7 +34,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk, render_copy
+from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
 from strataflow.ingest.readers import ReadItem
 from strataflow.ingest.staging import write_chunk
 from strataflow.textsearch import TSVECTOR_SQL
@@ -48,15 +49,22 @@ ENSURE_PARTITIONS = text(
           order by week) as weeks
     """
 )
+_COLUMNS = ", ".join(STAGE_COLUMNS)
 _ARRAYS = ", ".join(
     f"cast(:{name} as {'timestamptz' if name == 'event_at' else 'text'}[])" for name in STAGE_COLUMNS
 )
+MESSAGE_COLUMNS = """namespace, subject_id, agent_id, conversation_id, source, source_message_id, role,
+    content, content_hash, lang, intent, event_at, expires_at, metadata, fts"""
+MESSAGE_VALUES = f"""i.namespace, i.subject_id, i.agent_id, i.conversation_id, i.source, i.source_message_id,
+    i.role, i.content, i.content_hash, i.lang, i.intent, i.event_at,
+    i.event_at + make_interval(days => :retention_days), cast(i.metadata as jsonb),
+    {TSVECTOR_SQL.format(en="i.fts_en", zh="i.fts_zh")}"""
 # New keys and their messages in one statement; the last select reads message_keys as it was before it, so
-# an existing key shows its stored content hash (changed content goes to write_chunk).
+# a known key shows its stored content hash (and whether its L1 row expired).
 INSERT_NEW = text(
     f"""
     with incoming as (
-        select * from unnest({_ARRAYS}) with ordinality as r({", ".join(STAGE_COLUMNS)}, n)
+        select * from unnest({_ARRAYS}) with ordinality as r({_COLUMNS}, n)
     ),
     new_keys as (
         insert into message_keys (namespace, source, source_message_id, subject_id, conversation_id, event_at,
@@ -67,13 +75,8 @@ INSERT_NEW = text(
         returning message_id, source, source_message_id
     ),
     new_messages as (
-        insert into conversation_messages (message_id, namespace, subject_id, agent_id, conversation_id,
-            source, source_message_id, role, content, content_hash, lang, intent, event_at, expires_at,
-            metadata, fts)
-        select k.message_id, i.namespace, i.subject_id, i.agent_id, i.conversation_id, i.source,
-            i.source_message_id, i.role, i.content, i.content_hash, i.lang, i.intent, i.event_at,
-            i.event_at + make_interval(days => :retention_days), cast(i.metadata as jsonb),
-            {TSVECTOR_SQL.format(en="i.fts_en", zh="i.fts_zh")}
+        insert into conversation_messages (message_id, {MESSAGE_COLUMNS})
+        select k.message_id, {MESSAGE_VALUES}
         from new_keys as k
         join incoming as i using (source, source_message_id)
         returning message_id
@@ -90,19 +93,34 @@ INSERT_NEW = text(
     order by i.n
     """
 )
-# The staging tables are session temp tables. A pooled connection serves several roles one transaction at a
-# time, and a role cannot use another role's temp table: drop the session's temp tables when another role
-# created them, so staging creates its own (a no-op for a connection that stays with one role).
-FOREIGN_TEMP_TABLES = text(
+# A rewrite: the old L1 row goes (it may sit in another partition), the key takes the new hash and event
+# time, the new row keeps the message id and its first ingest time.
+REMOVE_OLD = text(
     """
-    select exists (
-        select 1 from pg_class
-        where relnamespace = pg_my_temp_schema()
-            and relowner <> (select oid from pg_roles where rolname = current_user)
-    )
+    delete from conversation_messages as m
+    using message_keys as k
+    where k.message_id = any(cast(:ids as bigint[])) and m.message_id = k.message_id
+        and m.event_at = k.event_at
+    returning m.message_id, m.ingested_at
     """
 )
-DISCARD_TEMP = text("discard temp")
+REKEY = text(
+    f"""
+    update message_keys as k
+    set content_hash = i.content_hash, event_at = i.event_at, subject_id = i.subject_id,
+        conversation_id = i.conversation_id
+    from unnest(cast(:ids as bigint[]), {_ARRAYS}) as i(message_id, {_COLUMNS})
+    where k.message_id = i.message_id
+    """
+)
+INSERT_REWRITTEN = text(
+    f"""
+    insert into conversation_messages (message_id, {MESSAGE_COLUMNS}, ingested_at, updated_at)
+    select i.message_id, {MESSAGE_VALUES}, coalesce(i.ingested_at, now()), now()
+    from unnest(cast(:ids as bigint[]), cast(:ingested_at as timestamptz[]), {_ARRAYS})
+        as i(message_id, ingested_at, {_COLUMNS})
+    """
+)
 
 
 class RecordProblem(BaseModel):
@@ -165,19 +183,29 @@ def write_messages(
 
 def _insert_new(
     conn: Connection, rows: list[tuple[Any, ...]], retention_days: int
-) -> tuple[list[int], int, list[tuple[Any, ...]]]:
-    """Insert the rows whose key is new; (ids in row order, how many were new, rows whose content changed)."""
+) -> tuple[list[int], int, list[tuple[int, tuple[Any, ...]]]]:
+    """Insert the rows whose key is new; (ids in row order, how many were new, (id, row) of changed ones)."""
     if not rows:
         return [], 0, []
-    columns = {name: [row[i] for row in rows] for i, name in enumerate(STAGE_COLUMNS)}
-    conn.execute(ENSURE_PARTITIONS, {"event_at": columns["event_at"]})
-    found = conn.execute(INSERT_NEW, {**columns, "retention_days": retention_days}).all()
-    ids = [int(r.message_id) for r in found]
-    return ids, sum(r.inserted for r in found), [rows[r.n - 1] for r in found if r.changed]
+    conn.execute(ENSURE_PARTITIONS, {"event_at": [row[STAGE_COLUMNS.index("event_at")] for row in rows]})
+    found = conn.execute(INSERT_NEW, {**_columns(rows), "retention_days": retention_days}).all()
+    changed = [(int(r.message_id), rows[r.n - 1]) for r in found if r.changed]
+    return [int(r.message_id) for r in found], sum(r.inserted for r in found), changed
 
 
-def _rewrite(conn: Connection, rows: list[tuple[Any, ...]], retention_days: int) -> None:
-    """Known messages with new content: rewritten by the batch ingest's staging path."""
-    if conn.execute(FOREIGN_TEMP_TABLES).scalar():
-        conn.execute(DISCARD_TEMP)
-    write_chunk(conn, PreparedChunk(rows=rows, payload=render_copy(rows)), len(rows), None, retention_days)
+def _rewrite(conn: Connection, changed: list[tuple[int, tuple[Any, ...]]], retention_days: int) -> None:
+    """Known messages with new content: the same id, the new content (see the module docstring)."""
+    ids = [message_id for message_id, _ in changed]
+    first_ingested = dict(conn.execute(REMOVE_OLD, {"ids": ids}).tuples().all())
+    columns = _columns([row for _, row in changed])
+    conn.execute(REKEY, {"ids": ids, **columns})
+    ingested_at = [first_ingested.get(message_id) for message_id in ids]
+    conn.execute(
+        INSERT_REWRITTEN,
+        {"ids": ids, "ingested_at": ingested_at, "retention_days": retention_days, **columns},
+    )
+
+
+def _columns(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """Rows (STAGE_COLUMNS order) as one array per column, the parameters of unnest."""
+    return {name: [row[i] for row in rows] for i, name in enumerate(STAGE_COLUMNS)}

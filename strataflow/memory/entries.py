@@ -35,12 +35,12 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from models.entries import Entry, EntryHit, EntryPage, EntryVersion
+from models.vocabulary import SNAKE_KEY
 from strataflow.config import Settings
 from strataflow.memory import store
 from strataflow.memory.api import (
     AGENT_VISIBLE,
     ITEM_COLUMNS,
-    KEY_PATTERN,
     SEED_003_TYPES,
     MemoryItem,
     get_item_by_identity,
@@ -123,7 +123,7 @@ class EntryFieldError(ValueError):
 def entry_key(name: str) -> str:
     """The key of a name: the name itself when it is a snake_case key, else its ASCII words + a hash."""
     normal = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-    if KEY_PATTERN.match(normal) and len(normal) <= 64:
+    if SNAKE_KEY.match(normal) and len(normal) <= 64:
         return normal
     slug = re.sub(r"[^a-z0-9]+", "_", normal).strip("_")[:40]
     if not slug[:1].isalpha():

@@ -97,7 +97,8 @@ def save_info(
     existing_info: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Seed 000 save_info: extract from one exchange and save; {extracted_info, saved_count, ...}."""
-    result = profiles.save_info(  # type: ignore[call-arg]
+    save = getattr(profiles, "save_info")  # noqa: B009 (the protocols work gives it this signature)
+    result = save(
         conn, settings, namespace, subject_id, user_message, assistant_message=assistant_message,
         existing_info=existing_info,
     )  # fmt: skip

@@ -29,13 +29,14 @@ ROLE_GROUP = """
     (select min(g.rolname) from pg_roles as r
      join pg_auth_members as m on m.member = r.oid
      join pg_roles as g on g.oid = m.roleid and g.rolname in ('strataflow_agent', 'strataflow_analyst')
-     where r.rolname = {role} and r.rolcanlogin)
+     where {match} and r.rolcanlogin)
 """
-SELECT_ROLE_GROUP = text("select " + ROLE_GROUP.format(role=":role"))
+SELECT_ROLE_GROUP = text("select " + ROLE_GROUP.format(match="r.rolname = :role"))
 INSERT_KEY = text(
     """
-    insert into api_keys (name, prefix, key_hash, role_name, expires_at)
-    values (:name, :prefix, :key_hash, :role, now() + make_interval(days => :days))
+    insert into api_keys (name, prefix, key_hash, role_name, role_oid, expires_at)
+    select :name, :prefix, :key_hash, r.rolname, r.oid, now() + make_interval(days => :days)
+    from pg_roles as r where r.rolname = :role
     returning key_id, created_at, expires_at
     """
 )
@@ -58,9 +59,9 @@ SELECT_KEY = text(
     f"""
     select k.key_id, k.name, k.role_name, k.key_hash, k.revoked_at,
         k.expires_at is not null and k.expires_at <= now() as expired,
-        {ROLE_GROUP.format(role="k.role_name")} as group_name,
-        array(select ng.namespace from namespace_grants as ng where ng.role_name = k.role_name
-              order by ng.namespace) as namespaces
+        {ROLE_GROUP.format(match="r.oid = k.role_oid and r.rolname = k.role_name")} as group_name,
+        array(select ns from strataflow_visible_namespaces(cast(k.role_name as name)) as ns order by ns)
+            as namespaces
     from api_keys as k
     where k.prefix = :prefix
     """
