@@ -94,7 +94,7 @@ def test_forget_leaves_nothing_of_the_subject_anywhere(
     llm_server.script = [(200, invalid)] * 4  # two scopes, a call and a repair each
     http = settings.model_copy(update={"extract_model": "openai/test-model", "llm_api_base": llm_server.url})
     extracted = extract_new(http, namespace=namespace, progress=False)
-    assert extracted.scopes_failed == 2  # the subject's scope and the bystander's
+    assert extracted.units_failed == 2  # the subject's scope and the bystander's
     with engine.connect() as conn:
         errors = conn.execute(
             text("select error from llm_calls where namespace = :ns and subject_id = :s"),
