@@ -6,7 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse, Response
+from sqlalchemy import Connection
 
+from strataflow.config import Settings
 from strataflow.service.calls import context
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep
 from strataflow.service.errors import error_responses
@@ -37,7 +39,7 @@ def post_context(params: ContextParams, db: DbDep, caller: CallerDep, settings: 
     return _context(params, db, caller.namespace, settings)
 
 
-def _context(params: ContextParams, db: Any, namespace: str, settings: Any) -> Response:
+def _context(params: ContextParams, db: Connection, namespace: str, settings: Settings) -> Response:
     result = context(
         db, settings, namespace, params.subject, params.query, params.budget, params.format,
         intent=params.intent, profile=params.profile, agent_id=params.agent,
