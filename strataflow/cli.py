@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "access",
     "api",
     "docs",
+    "protocols",
 )
 
 
