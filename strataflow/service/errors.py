@@ -25,7 +25,6 @@ from starlette.exceptions import HTTPException
 from strataflow.db.roles import AccessError
 from strataflow.memory.api import MemoryNotFound
 from strataflow.memory.entries import EntryConflict, EntryForbidden, EntryNotFound
-from strataflow.service.calls import ProfileNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
 from strataflow.service.session import RateLimited
 
@@ -161,7 +160,6 @@ HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = 
     EntryForbidden: _status(403),
     EntryNotFound: _status(404),
     MemoryNotFound: _status(404),
-    ProfileNotFound: _status(404),
     EntryConflict: _status(409),
     ValueError: _value,
     DBAPIError: _database,

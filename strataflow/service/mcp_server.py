@@ -22,12 +22,13 @@ from pydantic import Field
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from models.entries import EntryHit
 from strataflow import __version__
 from strataflow.config import Settings
 from strataflow.db.roles import AccessError
-from strataflow.memory import entries
+from strataflow.memory import entries, profiles
 from strataflow.memory.prompts import memory_system_prompt
-from strataflow.service import calls
+from strataflow.retrieval.context import build_context
 from strataflow.service.deps import bearer_token
 from strataflow.service.errors import error_response
 from strataflow.service.keys import Caller, KeyRejected, NamespaceRequired
@@ -134,7 +135,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
             hits = entries.search_entries(
                 conn, settings, caller.namespace, query, subject, agent_id=agent, limit=limit
             )
-        return calls.render_hits(hits)
+        return render_hits(hits)
 
     @_tool(server, "memory_update", WRITES)
     def memory_update(
@@ -181,7 +182,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         """The memory block to put in your prompt before answering `query`: key facts, recent messages,
         weekly reports, chosen by the question's intent within the budget. Empty when nothing is known."""
         with session(ctx) as (conn, caller):
-            result = calls.context(
+            result = build_context(
                 conn, settings, caller.namespace, subject, query, budget, profile=profile, agent_id=agent
             )
         return result.text
@@ -197,25 +198,32 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         """Extract and save what the user stated about themselves in one exchange (age, job, location,
         plans, ...). Only facts the user said explicitly are kept; returns what was saved and skipped."""
         with session(ctx, write=True) as (conn, caller):
-            return calls.save_info(
+            saved = profiles.save_info(
                 conn, settings, caller.namespace, subject, user_message, assistant_message, existing_info
             )
+        return saved.model_dump(mode="json")
 
     @_tool(server, "get_user_context", READ_ONLY)
     def get_user_context(
-        subject: Subject, query: Annotated[str, Field(description="what you need to know")], ctx: Context
+        subject: Subject,
+        query: Annotated[str, Field(description="what you need to know")],
+        ctx: Context,
+        agent: Agent = None,
     ) -> dict[str, Any]:
         """The user's memories relevant to `query`, a short profile summary and how many memories exist."""
         with session(ctx) as (conn, caller):
-            return calls.user_context(conn, settings, caller.namespace, subject, query)
+            found = profiles.get_user_context(
+                conn, settings, caller.namespace, subject, query, agent_id=agent
+            )
+        return found.model_dump(mode="json")
 
     @_tool(server, "profile_get", READ_ONLY)
     def profile_get(subject: Subject, ctx: Context, type: DocType | None = None) -> dict[str, Any]:
-        """The user's profile documents (seed 002): both, or only the user or work document."""
+        """The user's profile documents (seed 002): user_memory (personal) and work_memory (professional), or
+        only the one of `type`; a document the user disabled reads as null."""
         with session(ctx) as (conn, caller):
-            if type is None:
-                return calls.profile_documents(conn, caller.namespace, subject)
-            return calls.profile_document(conn, caller.namespace, subject, type)
+            documents = profiles.get_profiles(conn, caller.namespace, subject, include_disabled=False)
+        return documents if type is None else {f"{type}_memory": documents[f"{type}_memory"]}
 
     @_tool(server, "profile_patch", WRITES)
     def profile_patch(
@@ -226,7 +234,8 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
     ) -> dict[str, Any]:
         """Set fields of the user's user or work profile document; fields not given stay as they are."""
         with session(ctx, write=True) as (conn, caller):
-            return calls.profile_patch(conn, caller.namespace, subject, type, content)
+            document = profiles.patch_profile(conn, caller.namespace, subject, type, content)
+        return document.model_dump(mode="json")
 
     return server
 
@@ -236,9 +245,8 @@ def _tool_errors() -> Iterator[None]:
     """Library errors as tool errors an LLM can act on."""
     try:
         yield
-    except (entries.EntryNotFound, calls.ProfileNotFound) as exc:
-        hint = "; call memory_recall to find the entry's id" if isinstance(exc, entries.EntryNotFound) else ""
-        raise ToolError(f"{exc}{hint}") from None
+    except entries.EntryNotFound as exc:
+        raise ToolError(f"{exc}; call memory_recall to find the entry's id") from None
     except entries.EntryConflict as exc:
         raise ToolError(f"{exc} with memory_update") from None
     except (KeyRejected, AccessError, NamespaceRequired, entries.EntryForbidden, RateLimited) as exc:
@@ -246,6 +254,11 @@ def _tool_errors() -> Iterator[None]:
     except ValueError as exc:
         field = getattr(exc, "field", None)
         raise ToolError(f"invalid {field}: {exc}" if field else str(exc)) from None
+
+
+def render_hits(hits: list[EntryHit]) -> str:
+    """Entries as seed 003's memory-context lines: `[type] name (id N)` then the content; '' for none."""
+    return "\n\n".join(f"[{hit.type}] {hit.name} (id {hit.id})\n{hit.content}" for hit in hits)
 
 
 def _secret(settings: Settings) -> str | None:

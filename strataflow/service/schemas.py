@@ -101,7 +101,7 @@ class ProfileBody(Strict):
 
 
 class ProfileStatusBody(Strict):
-    status: Annotated[str, StringConstraints(to_lower=True, pattern=r"^(active|disabled)$")] = Field(
+    status: Annotated[str, StringConstraints(to_lower=True, pattern=r"(?i)^(active|disabled)$")] = Field(
         description="active or disabled (a disabled document is left out of every context and tool answer)"
     )
 
@@ -120,3 +120,4 @@ class SubjectBody(Strict):
 class UserContextBody(Strict):
     subject: Id
     query: Query
+    agent: Agent = None

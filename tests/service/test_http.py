@@ -62,7 +62,7 @@ def test_a_posted_message_is_found_by_context_at_once_and_only_by_its_namespace(
     assert found.headers["content-type"].startswith("text/plain")
     as_json = alpha.post("/v1/context", json={**question, "format": "json", "budget": 800})
     assert as_json.headers["content-type"] == "application/json" and "Quintessa" in as_json.text
-    assert "Quintessa" not in beta.get("/v1/context", params=question).text
+    assert beta.get("/v1/context", params=question).text == ""  # nothing for beta: an empty body
 
 
 def test_an_entry_round_trips_through_every_memories_endpoint(
@@ -129,17 +129,61 @@ def test_agent_scope_over_http_private_unless_shared(
     )
 
 
-def test_profiles_round_trip_and_status(api_url: str, tenants: dict[str, Tenant], subject: str) -> None:
+def test_profiles_round_trip_with_status_and_markers_in_the_context(
+    api_url: str, tenants: dict[str, Tenant], subject: str
+) -> None:
     alpha, beta = tenants["alpha"].client(api_url), tenants["beta"].client(api_url)
+    fresh = alpha.get(f"/v1/profiles/{subject}").json()
+    assert fresh["user_memory"]["people"] == [] and isinstance(fresh["work_memory"]["current_projects"], list)
     patched = alpha.patch(f"/v1/profiles/{subject}/user", json={"content": {"occupation": "data engineer"}})
     assert patched.status_code == 200 and patched.json()["content"]["occupation"] == "data engineer"
-    both = alpha.get(f"/v1/profiles/{subject}").json()
-    assert both["user_memory"]["occupation"] == "data engineer" and "work_memory" in both
-    status = alpha.put(f"/v1/profiles/{subject}/user/status", json={"status": "disabled"})
-    assert status.status_code == 200 and status.json()["status"] == "DISABLED"
-    assert alpha.get(f"/v1/profiles/{subject}/user").json()["status"] == "DISABLED"
+    people = [{"name": "Ana", "relationship": "sister"}]
+    put = alpha.put(
+        f"/v1/profiles/{subject}/user", json={"content": {"occupation": "analyst", "people": people}}
+    )
+    assert put.json()["content"]["people"][0]["name"] == "Ana"
+    assert alpha.get(f"/v1/profiles/{subject}/user").json()["content"]["occupation"] == "analyst"
+    bad = _error(
+        alpha.patch(f"/v1/profiles/{subject}/user", json={"content": {"people": [{"relationship": 3}]}}), 422
+    )
+    assert bad["field"] is not None and bad["field"].startswith("people.0")
+    question = {"subject": subject, "query": "What does the user do for a living?", "profile": "user"}
+    assert "<!-- USER_MEMORY_START -->" in alpha.get("/v1/context", params=question).text
+    status = alpha.put(f"/v1/profiles/{subject}/user/status", json={"status": "DISABLED"})
+    assert status.status_code == 200 and status.json()["status"] == "disabled"
+    assert "USER_MEMORY_START" not in alpha.get("/v1/context", params=question).text
     _error(alpha.put(f"/v1/profiles/{subject}/user/status", json={"status": "maybe"}), 422)
-    assert "data engineer" not in beta.get(f"/v1/profiles/{subject}").text
+    assert "analyst" not in beta.get(f"/v1/profiles/{subject}").text
+
+
+def test_the_seed_000_tools_save_info_summarize_and_user_context(
+    api_url: str, tenants: dict[str, Tenant], subject: str
+) -> None:
+    alpha = tenants["alpha"].client(api_url)
+    exchange = {
+        "subject": subject, "user_message": "我今年三十多岁，在上海做产品经理。",
+        "assistant_message": "好的，了解了。",
+    }  # fmt: skip
+    saved = alpha.post("/v1/save_info", json=exchange)
+    assert saved.status_code == 200, saved.text
+    body = saved.json()
+    assert body["saved_count"] >= 2 and len(body["saved_memories"]) == body["saved_count"]
+    assert "上海" in str(body["extracted_info"]) and "产品经理" in str(body["extracted_info"])
+    again = alpha.post("/v1/save_info", json=exchange).json()
+    assert again["saved_count"] == 0 and again["skipped_fields"]
+    summary = alpha.post("/v1/summarize", json={"subject": subject}).json()
+    assert set(summary["completeness"]) >= {"score", "filled_fields", "missing_fields"}
+    assert summary["narrative_summary"] and summary["language"] == "zh"
+    found = alpha.post("/v1/user_context", json={"subject": subject, "query": "他在哪里工作？"}).json()
+    assert found["total_memories"] >= 2 and any("上海" in m["content"] for m in found["memories"])
+    _error(tenants["reader"].client(api_url).post("/v1/save_info", json=exchange), 403)
+    assert (
+        tenants["beta"]
+        .client(api_url)
+        .post("/v1/user_context", json={"subject": subject, "query": "上海"})
+        .json()["total_memories"]
+        == 0
+    )
 
 
 def test_keys_that_cannot_be_used_get_401(api_url: str, engine: Engine) -> None:
@@ -205,6 +249,8 @@ def test_two_namespaces_see_nothing_of_each_other_through_any_endpoint(
         beta.post("/v1/memories/search", json={"query": "Bluefin codename"}),
         beta.get(f"/v1/profiles/{subject}"),
         beta.get(f"/v1/profiles/{subject}/work"),
+        beta.post("/v1/user_context", json={"subject": subject, "query": "Bluefin"}),
+        beta.post("/v1/summarize", json={"subject": subject}),
     ]:
         assert response.status_code in (200, 404) and "Bluefin" not in response.text, response.text
     for response in [

@@ -141,7 +141,8 @@ def test_the_http_mcp_endpoint_needs_a_key_and_serves_the_same_tools(
 ) -> None:
     refused = httpx.post(f"{api_url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
-    tenants["alpha"].client(api_url).post(
+    alpha = tenants["alpha"].client(api_url)
+    alpha.post(
         "/v1/memories",
         json={
             "subject": subject,
@@ -151,16 +152,29 @@ def test_the_http_mcp_endpoint_needs_a_key_and_serves_the_same_tools(
         },
     )
 
-    async def run(key: str) -> tuple[set[str], tuple[bool, str]]:
+    async def run(
+        key: str, calls: list[tuple[str, dict[str, Any]]]
+    ) -> tuple[set[str], list[tuple[bool, str]]]:
         headers = {"Authorization": f"Bearer {key}"}
         async with httpx.AsyncClient(headers=headers, timeout=120) as http:
             async with streamable_http_client(f"{api_url}/mcp", http_client=http) as streams:
                 async with ClientSession(streams[0], streams[1]) as session:
                     await session.initialize()
                     names = {tool.name for tool in (await session.list_tools()).tools}
-                    return names, await _call(session, "memory_recall", query="wiki", subject=subject)
+                    return names, [await _call(session, tool, **arguments) for tool, arguments in calls]
 
-    names, (failed, text) = asyncio.run(run(tenants["alpha"].key))
-    assert names == TOOLS and not failed and "wiki.example" in text
-    _, (failed, text) = asyncio.run(run(tenants["beta"].key))
+    names, answers = asyncio.run(
+        run(tenants["alpha"].key, [
+            ("memory_recall", {"query": "wiki", "subject": subject}),
+            ("profile_patch", {"subject": subject, "type": "user", "content": {"occupation": "pilot"}}),
+            ("profile_get", {"subject": subject, "type": "user"}),
+        ])
+    )  # fmt: skip
+    assert names == TOOLS and not any(failed for failed, _ in answers)
+    assert "wiki.example" in answers[0][1]
+    assert json.loads(answers[2][1])["user_memory"]["occupation"] == "pilot"
+    alpha.put(f"/v1/profiles/{subject}/user/status", json={"status": "disabled"})
+    _, [(_, disabled)] = asyncio.run(run(tenants["alpha"].key, [("profile_get", {"subject": subject})]))
+    assert json.loads(disabled)["user_memory"] is None  # a disabled document is left out of tool answers
+    _, [(failed, text)] = asyncio.run(run(tenants["beta"].key, [("memory_recall", {"query": "wiki"})]))
     assert not failed and text == ""

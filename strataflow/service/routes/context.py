@@ -9,7 +9,7 @@ from fastapi.responses import PlainTextResponse, Response
 from sqlalchemy import Connection
 
 from strataflow.config import Settings
-from strataflow.service.calls import context
+from strataflow.retrieval.context import build_context
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import ContextParams
@@ -40,7 +40,7 @@ def post_context(params: ContextParams, db: DbDep, caller: CallerDep, settings: 
 
 
 def _context(params: ContextParams, db: Connection, namespace: str, settings: Settings) -> Response:
-    result = context(
+    result = build_context(
         db, settings, namespace, params.subject, params.query, params.budget, params.format,
         intent=params.intent, profile=params.profile, agent_id=params.agent,
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""/v1/profiles (seed 002): a subject's user and work documents, their content and their status."""
+"""/v1/profiles (seed 002): a subject's user and work documents, their content and their status
+(strataflow.memory.profiles)."""
 
 from __future__ import annotations
 
@@ -6,48 +7,51 @@ from typing import Any, Literal
 
 from fastapi import APIRouter
 
-from strataflow.service import calls
+from models.profiles import ProfileDocument
+from strataflow.memory import profiles
 from strataflow.service.deps import CallerDep, DbDep, WriterDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import ProfileBody, ProfileStatusBody
 
 router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
 DocType = Literal["user", "work"]
-READ = error_responses(401, 403, 404, 422, 429, 503)
-WRITE = error_responses(401, 403, 404, 422, 429, 503)
+READ = error_responses(401, 403, 422, 429, 503)
+WRITE = error_responses(401, 403, 422, 429, 503)
 
 
 @router.get("/{subject}", response_model=dict[str, Any], responses=READ)
 def get_profiles(subject: str, db: DbDep, caller: CallerDep) -> dict[str, Any]:
-    """Both documents: {"user_memory": UserMemoryContent, "work_memory": WorkProfileContent}."""
-    return calls.profile_documents(db, caller.namespace, subject)
+    """Both documents: {"user_memory": UserMemoryContent, "work_memory": WorkProfileContent, "status": ...}
+    (a subject with no memory has both, with the seed's default content)."""
+    return profiles.get_profiles(db, caller.namespace, subject)
 
 
-@router.get("/{subject}/{doc_type}", response_model=dict[str, Any], responses=READ)
-def get_profile(subject: str, doc_type: DocType, db: DbDep, caller: CallerDep) -> dict[str, Any]:
-    """One document: {"content": {...}, "status": ACTIVE|DISABLED, "version": n}."""
-    return calls.profile_document(db, caller.namespace, subject, doc_type)
+@router.get("/{subject}/{doc_type}", response_model=ProfileDocument, responses=READ)
+def get_profile(subject: str, doc_type: DocType, db: DbDep, caller: CallerDep) -> ProfileDocument:
+    """One document: {"content": {...}, "status": active|disabled, "version": n, ...}."""
+    return profiles.get_profile(db, caller.namespace, subject, doc_type)
 
 
-@router.put("/{subject}/{doc_type}", response_model=dict[str, Any], responses=WRITE)
+@router.put("/{subject}/{doc_type}", response_model=ProfileDocument, responses=WRITE)
 def put_profile(
     subject: str, doc_type: DocType, body: ProfileBody, db: WriterDep, caller: CallerDep
-) -> dict[str, Any]:
-    """Replace the document's content (manual fields are protected from extraction)."""
-    return calls.profile_put(db, caller.namespace, subject, doc_type, body.content)
+) -> ProfileDocument:
+    """Replace the document's content (validated against the seed's model: 422 names the bad field's path);
+    manual fields are protected from extraction."""
+    return profiles.put_profile(db, caller.namespace, subject, doc_type, body.content)
 
 
-@router.patch("/{subject}/{doc_type}", response_model=dict[str, Any], responses=WRITE)
+@router.patch("/{subject}/{doc_type}", response_model=ProfileDocument, responses=WRITE)
 def patch_profile(
     subject: str, doc_type: DocType, body: ProfileBody, db: WriterDep, caller: CallerDep
-) -> dict[str, Any]:
-    """Set the given fields of the document (null removes one); the others stay."""
-    return calls.profile_patch(db, caller.namespace, subject, doc_type, body.content)
+) -> ProfileDocument:
+    """Set the given top-level fields (objects merge, lists replace); the others stay."""
+    return profiles.patch_profile(db, caller.namespace, subject, doc_type, body.content)
 
 
-@router.put("/{subject}/{doc_type}/status", response_model=dict[str, Any], responses=WRITE)
+@router.put("/{subject}/{doc_type}/status", response_model=ProfileDocument, responses=WRITE)
 def put_profile_status(
     subject: str, doc_type: DocType, body: ProfileStatusBody, db: WriterDep, caller: CallerDep
-) -> dict[str, Any]:
-    """ACTIVE or DISABLED: a disabled document is left out of every context and tool answer."""
-    return calls.profile_status(db, caller.namespace, subject, doc_type, body.status)
+) -> ProfileDocument:
+    """active or disabled: a disabled document is left out of every context and tool answer."""
+    return profiles.set_profile_status(db, caller.namespace, subject, doc_type, body.status)
