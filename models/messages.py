@@ -9,6 +9,7 @@ Validation needs two run settings, passed as the pydantic validation context (se
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -96,6 +97,122 @@ class MessageRecord(BaseModel):
 def validation_context(tz: ZoneInfo, max_content_chars: int) -> dict[str, Any]:
     """The context MessageRecord.model_validate needs: the run's time zone and content size limit."""
     return {"tz": tz, "max_content_chars": max_content_chars}
+
+
+# A validated record as a plain tuple, in this order (what the ingest reads from a MessageRecord).
+RecordFields = tuple[
+    str, str, str, Role, str, datetime, str | None, str | None, str | None, str | None, dict[str, Any] | None
+]
+FIELD_ORDER = (
+    "conversation_id",
+    "subject_id",
+    "source_message_id",
+    "role",
+    "content",
+    "created_at",
+    "namespace",
+    "source",
+    "agent_id",
+    "lang",
+    "metadata",
+)
+# The one time layout the fast path reads itself; pydantic reads every other layout it accepts.
+CANONICAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
+ROLES: dict[str, Role] = {role.value: role for role in Role}
+
+
+def record_fields(record: MessageRecord) -> RecordFields:
+    """A validated MessageRecord as RecordFields."""
+    return (
+        record.conversation_id,
+        record.subject_id,
+        record.source_message_id,
+        record.role,
+        record.content,
+        record.created_at,
+        record.namespace,
+        record.source,
+        record.agent_id,
+        record.lang,
+        record.metadata,
+    )
+
+
+def canonical_fields(value: dict[str, Any], tz: ZoneInfo, max_content_chars: int) -> RecordFields | None:
+    """MessageRecord's result for a record that is already canonical, without pydantic; else None.
+
+    Accepts only what the model accepts unchanged: ids as non-empty text (or plain ints, which the model
+    turns into text), a known role, non-blank content within the limit, created_at as a datetime or as ISO
+    text (YYYY-MM-DD[T ]HH:MM:SS[.ffffff][Z|+HH:MM]) between MIN_YEAR and MAX_YEAR, optional fields as text
+    or null, metadata as an object with text keys, and no NUL anywhere the model forbids one. Anything
+    else returns None, and the caller validates the record with the model, which gives the same result or
+    the error to quarantine. tests/ingest/test_fast_path.py holds the two to the same answers.
+    """
+    get = value.get
+    ids = (get("conversation_id"), get("subject_id"), get("source_message_id"))
+    for ident in ids:
+        if type(ident) is not str or not 0 < len(ident) <= ID_MAX_CHARS or "\x00" in ident:
+            if type(ident) is int and len(str(ident)) <= ID_MAX_CHARS:
+                continue
+            return None
+    role = get("role")
+    content = get("content")
+    if (
+        type(role) is not str
+        or role not in ROLES
+        or type(content) is not str
+        or not content
+        or content.isspace()
+        or "\x00" in content
+        or len(content) > max_content_chars
+    ):
+        return None
+    created_at = _canonical_time(get("created_at"), tz)
+    if created_at is None:
+        return None
+    namespace, source, agent_id, lang = get("namespace"), get("source"), get("agent_id"), get("lang")
+    for optional, limit in (
+        (namespace, ID_MAX_CHARS),
+        (source, ID_MAX_CHARS),
+        (agent_id, ID_MAX_CHARS),
+        (lang, 16),
+    ):
+        if optional is not None and (
+            type(optional) is not str or len(optional) > limit or "\x00" in optional
+        ):
+            return None
+    metadata = get("metadata")
+    if metadata is not None and (type(metadata) is not dict or not all(type(k) is str for k in metadata)):
+        return None
+    conversation_id, subject_id, message_id = (i if type(i) is str else str(i) for i in ids)
+    return (
+        conversation_id,
+        subject_id,
+        message_id,
+        ROLES[role],
+        content,
+        created_at,
+        namespace,
+        source,
+        agent_id,
+        lang,
+        metadata,
+    )
+
+
+def _canonical_time(value: Any, tz: ZoneInfo) -> datetime | None:
+    if type(value) is str:
+        if not CANONICAL_TIME.fullmatch(value):
+            return None
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    elif type(value) is not datetime:
+        return None
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=tz)
 
 
 class RecordProblem(BaseModel):
