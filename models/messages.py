@@ -149,14 +149,30 @@ def canonical_fields(value: dict[str, Any], tz: ZoneInfo, max_content_chars: int
     the error to quarantine. tests/ingest/test_fast_path.py holds the two to the same answers.
     """
     get = value.get
-    ids = (get("conversation_id"), get("subject_id"), get("source_message_id"))
-    for ident in ids:
-        if type(ident) is not str or not 0 < len(ident) <= ID_MAX_CHARS or "\x00" in ident:
-            if type(ident) is int and len(str(ident)) <= ID_MAX_CHARS:
-                continue
+    conversation_id, subject_id, message_id = (
+        get("conversation_id"),
+        get("subject_id"),
+        get("source_message_id"),
+    )
+    role, content = get("role"), get("content")
+    if not (
+        type(conversation_id) is str
+        and type(subject_id) is str
+        and type(message_id) is str
+        and 0 < len(conversation_id) <= ID_MAX_CHARS
+        and 0 < len(subject_id) <= ID_MAX_CHARS
+        and 0 < len(message_id) <= ID_MAX_CHARS
+        and "\x00" not in conversation_id
+        and "\x00" not in subject_id
+        and "\x00" not in message_id
+    ):
+        conversation_id, subject_id, message_id = (
+            _canonical_id(conversation_id),
+            _canonical_id(subject_id),
+            _canonical_id(message_id),
+        )
+        if conversation_id is None or subject_id is None or message_id is None:
             return None
-    role = get("role")
-    content = get("content")
     if (
         type(role) is not str
         or role not in ROLES
@@ -168,23 +184,18 @@ def canonical_fields(value: dict[str, Any], tz: ZoneInfo, max_content_chars: int
     ):
         return None
     created_at = _canonical_time(get("created_at"), tz)
-    if created_at is None:
-        return None
     namespace, source, agent_id, lang = get("namespace"), get("source"), get("agent_id"), get("lang")
-    for optional, limit in (
-        (namespace, ID_MAX_CHARS),
-        (source, ID_MAX_CHARS),
-        (agent_id, ID_MAX_CHARS),
-        (lang, 16),
-    ):
-        if optional is not None and (
-            type(optional) is not str or len(optional) > limit or "\x00" in optional
-        ):
-            return None
     metadata = get("metadata")
-    if metadata is not None and (type(metadata) is not dict or not all(type(k) is str for k in metadata)):
+    if (
+        created_at is None
+        or not _optional_text(namespace, ID_MAX_CHARS)
+        or not _optional_text(source, ID_MAX_CHARS)
+        or not _optional_text(agent_id, ID_MAX_CHARS)
+        or not _optional_text(lang, 16)
+        or metadata is not None
+        and not _text_keyed_dict(metadata)
+    ):
         return None
-    conversation_id, subject_id, message_id = (i if type(i) is str else str(i) for i in ids)
     return (
         conversation_id,
         subject_id,
@@ -198,6 +209,28 @@ def canonical_fields(value: dict[str, Any], tz: ZoneInfo, max_content_chars: int
         lang,
         metadata,
     )
+
+
+def _canonical_id(value: Any) -> str | None:
+    """An id as the model keeps it (text, or a plain int as text), or None when the model must decide."""
+    if type(value) is int:
+        value = str(value)
+    if type(value) is str and 0 < len(value) <= ID_MAX_CHARS and "\x00" not in value:
+        return value
+    return None
+
+
+def _optional_text(value: Any, limit: int) -> bool:
+    return value is None or type(value) is str and len(value) <= limit and "\x00" not in value
+
+
+def _text_keyed_dict(value: Any) -> bool:
+    if type(value) is not dict:
+        return False
+    for key in value:
+        if type(key) is not str:
+            return False
+    return True
 
 
 def _canonical_time(value: Any, tz: ZoneInfo) -> datetime | None:

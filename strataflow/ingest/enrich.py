@@ -154,21 +154,34 @@ def utc_weeks(times: Iterable[datetime]) -> list[datetime]:
 
 
 def render_copy(rows: list[tuple[Any, ...]]) -> str:
-    """Rows in COPY text format: tab-separated, backslash escapes, \\N for a null agent_id, ISO times."""
-    lines = []
-    for row in rows:
-        texts = list(row)
-        agent = texts[4]
-        texts[4] = agent or ""
-        texts[11] = row[11].isoformat()
-        joined = "".join(texts)
-        if "\\" in joined or "\t" in joined or "\n" in joined or "\r" in joined:
-            texts = [_escape(value) for value in texts]
-        if agent is None:
-            texts[4] = "\\N"
-        lines.append("\t".join(texts))
+    """Rows in COPY text format: tab-separated, backslash escapes, \\N for a null agent_id, ISO times.
+
+    Rows are joined as they are, and the whole text is checked once: when it holds exactly the tabs,
+    newlines and backslashes (one per \\N) that the layout puts there, no value needed escaping; otherwise
+    the rows are rendered again with every value escaped.
+    """
+    lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in rows]
+    lines.append("")
+    payload = "\n".join(lines)
+    nulls = sum(1 for row in rows if row[4] is None)
+    if (
+        payload.count("\t") == (len(STAGE_COLUMNS) - 1) * len(rows)
+        and payload.count("\n") == len(rows)
+        and payload.count("\\") == nulls
+        and "\r" not in payload
+    ):
+        return payload
+    escaped = [tuple(_escape(v) if isinstance(v, str) else v for v in row) for row in rows]
+    lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in escaped]
     lines.append("")
     return "\n".join(lines)
+
+
+def _line(row: tuple[Any, ...], agent: str) -> str:
+    return "\t".join(
+        (row[0], row[1], row[2], row[3], agent, row[5], row[6], row[7], row[8], row[9], row[10],
+         row[11].isoformat(), row[12], row[13], row[14])
+    )  # fmt: skip
 
 
 def _escape(value: str) -> str:
