@@ -65,6 +65,7 @@ class ChunkOptions:
 class PreparedChunk:
     rows: list[tuple[Any, ...]] = field(default_factory=list)  # in STAGE_COLUMNS order
     payload: str = ""  # rows as COPY text (tab-separated, escaped), rendered off the database thread
+    staged: int = 0  # rows in payload (the bulk pipeline drops `rows` once payload is rendered)
     quarantined: list[dict[str, Any]] = field(default_factory=list)
     duplicates: int = 0
     weeks: list[datetime] = field(default_factory=list)  # the UTC ISO weeks (Monday 00:00) the rows fall in
@@ -141,6 +142,7 @@ def prepare_chunk(items: list[ReadItem], options: ChunkOptions, fast: bool = Tru
             fts_zh,
         )
     chunk.rows = list(by_key.values())
+    chunk.staged = len(chunk.rows)
     if chunk.rows:
         chunk.payload = render_copy(chunk.rows)
         chunk.weeks = utc_weeks(row[11] for row in chunk.rows)

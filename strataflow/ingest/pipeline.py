@@ -39,7 +39,7 @@ from strataflow.ingest.staging import ChunkCounts, ensure_weeks, write_chunk
 logger = logging.getLogger(__name__)
 
 WRITERS = 2  # database connections writing chunks at once
-QUEUED = 2  # prepared chunks waiting for a writer
+QUEUED = 1  # prepared chunks waiting for a writer (more only holds memory: preparing is the faster side)
 FIRST_CHUNK_ROWS = 1000  # the first chunks are this size, then twice as big, ... up to the reader's size
 
 
@@ -180,7 +180,9 @@ def _prepared_in_background(
             for items in chunks:
                 if stop.is_set():
                     return
-                results.put((len(items), prepare_chunk(items, options)))
+                prepared = prepare_chunk(items, options)
+                prepared.rows = []  # written from payload; the tuples would only hold memory
+                results.put((len(items), prepared))
             results.put(_DONE)
         except BaseException as exc:  # handed to the consuming thread, which re-raises it
             results.put(exc)

@@ -166,7 +166,7 @@ def write_chunk(
     counts = ChunkCounts(read=read, quarantined=len(chunk.quarantined), skipped=chunk.duplicates)
     if chunk.quarantined:
         conn.execute(INSERT_QUARANTINE, [{"run_id": run_id, **row} for row in chunk.quarantined])
-    if not chunk.rows:
+    if not chunk.staged:
         return counts
     conn.execute(CREATE_STAGE)
     conn.execute(CLEAR_STAGE)
@@ -177,7 +177,7 @@ def write_chunk(
         conn.execute(ENSURE_PARTITIONS)
     with keys_turn or nullcontext():
         counts.inserted = conn.execute(INSERT_KEYS).rowcount
-    if counts.inserted == len(chunk.rows):  # the common case of a first ingest
+    if counts.inserted == chunk.staged:  # the common case of a first ingest
         conn.execute(INSERT_ALL_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
     else:
         if counts.inserted:
@@ -188,7 +188,7 @@ def write_chunk(
             counts.updated = conn.execute(
                 INSERT_CHANGED, {"run_id": run_id, "retention_days": retention_days}
             ).rowcount
-    counts.skipped += len(chunk.rows) - counts.inserted - counts.updated
+    counts.skipped += chunk.staged - counts.inserted - counts.updated
     return counts
 
 
