@@ -5,11 +5,12 @@
 - WRITERS connections write chunks at once (staging.write_chunk, one transaction per chunk): the database
   work of a chunk (stage COPY, key insert, L1 insert with stemming) is most of an ingest's CPU, and two
   backends do it on two cores while the preparation thread runs beside them.
-- Order: a chunk inserts its keys only after the chunk before it has inserted its own (KeysTurn). When one
-  key sits in two chunks, the later chunk then finds the earlier chunk's key, waits for its commit and
-  rewrites the row, so the last record in file order wins, as it does inside one chunk, whatever the
-  writers' timing. A chunk creates its partitions in a short transaction of its own first, so it never
-  waits for its turn while holding a partition lock that an earlier chunk needs.
+- Order: a chunk claims its keys (inserts the new ones, locks the known ones whose content changed) only
+  after the chunk before it has claimed its own (KeysTurn). When one key sits in two chunks, the later
+  chunk waits for the earlier one's commit, then finds its row and rewrites it, so the last record in file
+  order wins, as it does inside one chunk, whatever the writers' timing. A chunk creates its partitions
+  in a short transaction of its own first, so it never waits for its turn while holding a partition lock
+  that an earlier chunk needs.
 - The reader's first chunk is split into small, growing pieces (ramped), so the writers start early.
 - The cyclic garbage collector is paused while a pipeline runs (paused_gc).
 """
@@ -54,7 +55,7 @@ class EarlierChunkFailed(RuntimeError):
 
 
 class KeysTurn:
-    """Entered around a chunk's key insert: waits for the previous chunk's keys, then lets the next go."""
+    """Entered around claiming a chunk's keys: waits for the previous chunk's claim, then lets the next go."""
 
     def __init__(self, previous: KeysTurn | None, failed: threading.Event) -> None:
         self.previous = previous

@@ -88,7 +88,8 @@ INSERT_NEW_MESSAGES = text(
     join message_keys k on k.message_id = s.message_id
     """
 )
-# Known keys whose content changed; keys whose L1 row expired stay expired.
+# Known keys whose content changed; keys whose L1 row expired stay expired. The keys are locked: a
+# concurrent writer rewriting the same key finishes first, and this one then sees (and replaces) its row.
 FIND_CHANGED = text(
     """
     insert into ingest_changed (message_id, old_event_at, namespace, source, source_message_id)
@@ -96,6 +97,7 @@ FIND_CHANGED = text(
     from ingest_stage s
     join message_keys k using (namespace, source, source_message_id)
     where k.content_hash <> s.content_hash and k.expired_at is null
+    for update of k
     """
 )
 REMOVE_CHANGED = text(
@@ -161,7 +163,8 @@ def write_chunk(
     """Stage and upsert one prepared chunk, quarantine its bad records (the caller owns the transaction).
 
     partitions_ready: the caller has already created the chunk's weekly partitions (ensure_weeks).
-    keys_turn: entered around the key insert (the bulk pipeline's file order, strataflow/ingest/pipeline.py).
+    keys_turn: entered around claiming the keys (inserting new ones, locking changed ones): the bulk
+    pipeline's file order, strataflow/ingest/pipeline.py.
     """
     counts = ChunkCounts(read=read, quarantined=len(chunk.quarantined), skipped=chunk.duplicates)
     if chunk.quarantined:
@@ -175,14 +178,15 @@ def write_chunk(
         copy.write(chunk.payload)
     if not partitions_ready:
         conn.execute(ENSURE_PARTITIONS)
-    with keys_turn or nullcontext():
+    with keys_turn or nullcontext():  # claim new keys and lock changed ones
         counts.inserted = conn.execute(INSERT_KEYS).rowcount
+        changed = counts.inserted < chunk.staged and conn.execute(FIND_CHANGED).rowcount > 0
     if counts.inserted == chunk.staged:  # the common case of a first ingest
         conn.execute(INSERT_ALL_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
     else:
         if counts.inserted:
             conn.execute(INSERT_NEW_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
-        if conn.execute(FIND_CHANGED).rowcount:
+        if changed:
             conn.execute(REMOVE_CHANGED)
             conn.execute(REKEY_CHANGED)
             counts.updated = conn.execute(
