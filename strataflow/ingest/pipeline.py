@@ -11,8 +11,10 @@
   order wins, as it does inside one chunk, whatever the writers' timing. A chunk creates its partitions
   in a short transaction of its own first, so it never waits for its turn while holding a partition lock
   that an earlier chunk needs.
-- The reader's first chunk is split into small, growing pieces (ramped), so the writers start early.
-- The cyclic garbage collector is paused while a pipeline runs (paused_gc).
+- The reader's first chunk starts, and its last chunk ends, with small pieces (ramped), so the writers
+  start early and the last write is short.
+- The cyclic garbage collector is paused and the GIL switch interval shortened while it runs
+  (bulk_interpreter).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from __future__ import annotations
 import gc
 import logging
 import queue
+import sys
 import threading
 import uuid
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
@@ -41,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 WRITERS = 2  # database connections writing chunks at once
 QUEUED = 1  # prepared chunks waiting for a writer (more only holds memory: preparing is the faster side)
+SWITCH_INTERVAL_S = 0.001  # see bulk_interpreter
 FIRST_CHUNK_ROWS = 1000  # the first chunks are this size, then twice as big, ... up to the reader's size
 
 
@@ -86,13 +91,19 @@ def ingest_chunks(
     total = ChunkCounts()
     failed = threading.Event()
     previous: KeysTurn | None = None
-    with paused_gc(), ThreadPoolExecutor(max_workers=writers, thread_name_prefix="ingest-write") as pool:
+    weeks_ready: set[datetime] = set()  # partitions this run has ensured (committed) already
+    with (
+        bulk_interpreter(),
+        ThreadPoolExecutor(max_workers=writers, thread_name_prefix="ingest-write") as pool,
+    ):
         pending: deque[Future[ChunkCounts]] = deque()
         try:
             for items_read, prepared in _prepared_in_background(ramped(chunks), options):
                 turn = KeysTurn(previous, failed)
                 pending.append(
-                    pool.submit(_write_in_turn, engine, prepared, items_read, run_id, options, turn)
+                    pool.submit(
+                        _write_in_turn, engine, prepared, items_read, run_id, options, turn, weeks_ready
+                    )
                 )
                 previous = turn
                 while len(pending) >= writers:
@@ -112,10 +123,14 @@ def _write_in_turn(
     run_id: uuid.UUID | None,
     options: ChunkOptions,
     turn: KeysTurn,
+    weeks_ready: set[datetime],
 ) -> ChunkCounts:
     try:
-        with engine.begin() as conn:
-            ensure_weeks(conn, prepared.weeks)
+        weeks = [week for week in prepared.weeks if week not in weeks_ready]
+        if weeks:
+            with engine.begin() as conn:
+                ensure_weeks(conn, weeks)
+            weeks_ready.update(weeks)
         for attempt in range(1, 4):
             try:
                 with engine.connect() as conn, conn.begin():
@@ -151,20 +166,31 @@ def _add_counts(total: ChunkCounts, counts: ChunkCounts, bar: Any) -> None:
 
 
 def ramped(chunks: Iterator[list[ReadItem]], first: int = FIRST_CHUNK_ROWS) -> Iterator[list[ReadItem]]:
-    """The same items in the same order, the reader's first chunk split into growing pieces.
+    """The same items in the same order, with small pieces at both ends.
 
-    Writers start once a small piece is prepared instead of a whole chunk, so the database is busy sooner:
-    a 10k-row file goes as pieces of 1k, 2k, 4k and 3k rows instead of one chunk prepared, then written.
+    The reader's first chunk starts with pieces of first, 2*first, 4*first, ... rows, so the writers
+    start as soon as a small piece is prepared; the last chunk (known once the reader has nothing more)
+    ends with pieces of half, a quarter, ... of it, down to first/2 rows, so the last write after the
+    preparation has finished is short. A 10k-row file goes as 1k, 2k, 4k, 1.5k, 750 and 750 rows.
     """
-    chunk = next(chunks, None)
-    if chunk is None:
-        return
-    start, size = 0, first
-    while size < len(chunk) - start:
-        yield chunk[start : start + size]
-        start, size = start + size, size * 2
-    yield chunk[start:] if start else chunk
-    yield from chunks
+    pending: list[ReadItem] = []
+    for index, chunk in enumerate(chunks):
+        if pending:
+            yield pending
+        pending = chunk
+        if index == 0:
+            size = first
+            while size < len(pending):
+                yield pending[:size]
+                pending = pending[size:]
+                size *= 2
+    smallest = max(1, first // 2)
+    while len(pending) > 2 * smallest:
+        half = len(pending) // 2
+        yield pending[:half]
+        pending = pending[half:]
+    if pending:
+        yield pending
 
 
 _DONE = object()
@@ -207,30 +233,37 @@ def _prepared_in_background(
                 pass
 
 
-_gc_lock = threading.Lock()
-_gc_pauses = 0
-_gc_was_enabled = True
+_bulk_lock = threading.Lock()
+_bulk_runs = 0
+_saved: tuple[bool, float] = (True, 0.005)
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a bulk ingest runs (nested and concurrent uses count).
+def bulk_interpreter() -> Iterator[None]:
+    """Interpreter settings for a bulk pipeline, restored when the last one ends (they are per process).
 
-    The pipeline makes no reference cycles, so reference counting frees all it allocates; but it allocates
-    millions of short-lived containers, and in a process that has imported Prefect (about 140k tracked
-    objects) the collector's passes cost about a third of the preparation time. Cycles made by other
-    threads meanwhile are collected when the last pipeline ends.
+    - The cyclic garbage collector is paused. The pipeline makes no reference cycles, so reference counting
+      frees all it allocates; but it allocates millions of short-lived containers, and in a process that
+      has imported Prefect (about 140k tracked objects) the collector's passes cost about a third of the
+      preparation time. Cycles made by other threads meanwhile are collected when the pipeline ends.
+    - The GIL switch interval is 1 ms instead of 5 ms: a writer thread needs the GIL back after each wait
+      on the database (every statement, every 128 KB of COPY data), and while the preparation thread runs
+      it waits up to the switch interval each time.
     """
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
+    global _bulk_runs, _saved
+    with _bulk_lock:
+        if _bulk_runs == 0:
+            _saved = (gc.isenabled(), sys.getswitchinterval())
             gc.disable()
-        _gc_pauses += 1
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+        _bulk_runs += 1
     try:
         yield
     finally:
-        with _gc_lock:
-            _gc_pauses -= 1
-            if _gc_pauses == 0 and _gc_was_enabled:
-                gc.enable()
+        with _bulk_lock:
+            _bulk_runs -= 1
+            if _bulk_runs == 0:
+                was_enabled, interval = _saved
+                sys.setswitchinterval(interval)
+                if was_enabled:
+                    gc.enable()

@@ -20,7 +20,9 @@ from sqlalchemy import Connection, text
 
 from strataflow.ingest.enrich import STAGE_COLUMNS, PreparedChunk
 
-CREATE_STAGE = text(
+# The staging tables (created once per connection) empty at commit; a caller writing two chunks in one
+# transaction needs the deletes too (cheaper than truncate when the tables are already empty).
+PREPARE_STAGE = text(
     """
     create temp table if not exists ingest_stage (
         message_id bigint default nextval('message_keys_message_id_seq'),
@@ -31,11 +33,11 @@ CREATE_STAGE = text(
     create temp table if not exists ingest_changed (
         message_id bigint, old_event_at timestamptz, ingested_at timestamptz,
         namespace text, source text, source_message_id text
-    ) on commit delete rows
+    ) on commit delete rows;
+    delete from ingest_stage;
+    delete from ingest_changed
     """
 )
-# The staging tables empty at commit; a caller writing two chunks in one transaction needs this too.
-CLEAR_STAGE = text("delete from ingest_stage; delete from ingest_changed")  # cheaper than truncate when empty
 COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
 # One call per distinct UTC week in the chunk (not the whole min..max range, which may be years apart).
 ENSURE_PARTITIONS = text(
@@ -171,8 +173,7 @@ def write_chunk(
         conn.execute(INSERT_QUARANTINE, [{"run_id": run_id, **row} for row in chunk.quarantined])
     if not chunk.staged:
         return counts
-    conn.execute(CREATE_STAGE)
-    conn.execute(CLEAR_STAGE)
+    conn.execute(PREPARE_STAGE)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     with cursor.copy(COPY_STAGE) as copy:
         copy.write(chunk.payload)
