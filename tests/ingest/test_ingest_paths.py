@@ -7,7 +7,9 @@ chunk after another on one connection. New path: tasks.ingest.ingest_logs (fast 
 from __future__ import annotations
 
 import csv
+import gc
 import json
+import sys
 import threading
 import time
 from datetime import date, datetime
@@ -183,7 +185,9 @@ def test_the_old_and_new_paths_write_the_same_rows_keys_and_quarantine(
     small_chunks = settings.model_copy(update={"ingest_chunk_rows": 100})  # many chunks, both writers busy
     write_inputs(tmp_path)
     old_path(engine, small_chunks, tmp_path, f"{namespace}_old")
+    interval = sys.getswitchinterval()
     ingest_logs(small_chunks, [tmp_path], namespace=f"{namespace}_new", progress=False)
+    assert gc.isenabled() and sys.getswitchinterval() == interval  # the pipeline restores both
 
     for table, order in (
         ("conversation_messages", "source, source_message_id"),
