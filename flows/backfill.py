@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -84,7 +84,9 @@ def backfill(params: BackfillParams) -> RunSummary:
     run_id = begin_run(settings, "backfill", params.model_dump(mode="json"), params.namespace)
     days, weeks = plan_backfill(settings, params.paths, params.start, params.end)
     steps = len(days) + len(weeks) + 1
-    progress = create_progress_artifact(0.0, key="backfill-progress", description="days and weeks done")
+    progress = cast(
+        uuid.UUID, create_progress_artifact(0.0, key="backfill-progress", description="days and weeks done")
+    )
     results: Results = {stage.value: [] for stage in Stage}
     for number, plan in enumerate(days, start=1):
         run_day(settings, plan, params, run_id, results)

@@ -1,12 +1,26 @@
-"""The nightly flow: ingest new logs, embed, extract L2, refresh hot memory, expire old L1."""
+"""The nightly flow: ingest the night's logs, embed, extract L2, refresh hot memory, expire old L1.
+
+Its logical date D (params.run_date, default: the day before the scheduled start) picks D's files from the
+inbox and is stamped on the run's record and summary.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from prefect import flow
 
 from models.params import NightlyParams, RunSummary
 from strataflow.config import load_settings
-from tasks.bookkeeping import begin_run, extract_fanout, finish_run, llm_slot, log_paths, mark_run_failed
+from tasks.bookkeeping import (
+    begin_run,
+    extract_fanout,
+    finish_run,
+    llm_slot,
+    log_paths,
+    logical_date,
+    mark_run_failed,
+)
 from tasks.embed import embed_pending_task
 from tasks.expire import expire_l1_task
 from tasks.extract import extract_new_task, refresh_hot_memory_task
@@ -17,8 +31,10 @@ from tasks.ingest import ingest_logs_task
 def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B008
     """Ingest the night's logs, embed and extract them, refresh hot memory, embed new items, expire L1."""
     settings = load_settings()
-    run_id = begin_run(settings, "nightly", params.model_dump(mode="json"), params.namespace)
-    paths = log_paths(settings, params.paths)
+    run_date = logical_date(settings, params.run_date)
+    recorded = {**params.model_dump(mode="json"), "run_date": run_date.isoformat()}
+    run_id = begin_run(settings, "nightly", recorded, params.namespace)
+    paths = log_paths(settings, params.paths, run_date)
     ingested = ingest_logs_task(settings, paths, namespace=params.namespace, run_id=run_id)
     embedded = embed_pending_task(settings, namespace=params.namespace)
     with llm_slot(settings):
@@ -30,11 +46,11 @@ def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B00
         hot = refresh_hot_memory_task(settings, run_id=run_id, namespace=params.namespace)
     embedded_memory = embed_pending_task(settings, namespace=params.namespace)  # the new L2 items
     expired = expire_l1_task(settings, dry_run=params.dry_run, run_id=run_id, namespace=params.namespace)
-    stages = {
+    stages: dict[str, list[Any]] = {
         "ingest": [ingested],
         "embed": [embedded, embedded_memory],
         "extract": extracted,
         "hot_memory": [hot],
         "expire": [expired],
     }
-    return finish_run(settings, "nightly", run_id, stages)
+    return finish_run(settings, "nightly", run_id, stages, run_date=run_date)

@@ -13,7 +13,7 @@ class Role(StrEnum):
 
 
 class Intent(StrEnum):
-    """Rule-based message intent at ingest (README: Intents)."""
+    """Rule-based message intent at ingest (docs/ingest.md)."""
 
     question = "question"
     request = "request"

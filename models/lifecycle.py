@@ -6,9 +6,11 @@ from datetime import date, datetime
 
 from pydantic import BaseModel, Field
 
+from models.results import LLMStageResult
 
-class RollupResult(BaseModel):
-    """Weekly rollup into L3 (weekly_reports)."""
+
+class RollupResult(LLMStageResult):
+    """Weekly rollup into L3 (weekly_reports); units: the scope-weeks that needed the model."""
 
     weeks_considered: int = 0  # scope-weeks looked at (changed or missing, or every scope of --week-start)
     reports_written: int = 0  # inserted or rewritten with a new summary (one LLM request each, cache aside)
@@ -17,21 +19,24 @@ class RollupResult(BaseModel):
     skipped_expired: int = 0  # no live L1 rows left for the week: nothing to summarise
     messages_read: int = 0
     messages_sampled_out: int = 0  # long weeks: messages left out of the prompt to fit it
-    weeks_failed: int = 0  # the model gave no valid answer (after retries and the repair call)
-    budget_stopped: bool = False
     weeks: list[date] = Field(default_factory=list)  # distinct week starts written
 
+    def units_attempted(self) -> int:
+        return self.reports_written + self.units_failed
 
-class ReflectResult(BaseModel):
-    """Insight reflection from L2 items not yet reflected."""
 
-    scopes: int = 0
+class ReflectResult(LLMStageResult):
+    """Insight reflection from L2 items not yet reflected (units: scopes)."""
+
+    scopes: int = 0  # scopes worked on (failed ones included)
     items_reflected: int = 0
     insights_created: int = 0  # a key with no current insight
     insights_updated: int = 0  # a changed statement: old closed (valid_to), new current
     insights_unchanged: int = 0
     insights_historical: int = 0  # older evidence than the current insight: written closed, into history
-    budget_stopped: bool = False
+
+    def units_attempted(self) -> int:
+        return self.scopes
 
 
 class ExpireResult(BaseModel):
@@ -50,6 +55,7 @@ class ExpireResult(BaseModel):
     oldest_event_at: datetime | None = None
     newest_event_at: datetime | None = None
     archive_path: str | None = None
+    embedding_cache_pruned: int = 0  # cached vectors of removed texts that no remaining row uses
     report_id: int | None = None
 
 
@@ -63,5 +69,6 @@ class ForgetResult(BaseModel):
 
     @property
     def total(self) -> int:
-        """Rows removed (llm_calls rows are kept, only unlinked from the subject)."""
-        return sum(count for table, count in self.counts.items() if table != "llm_calls_unlinked")
+        """Rows removed (llm_calls and pipeline_runs rows are kept, only unlinked or scrubbed)."""
+        kept = ("_unlinked", "_cleared", "_scrubbed")
+        return sum(count for table, count in self.counts.items() if not table.endswith(kept))

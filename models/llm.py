@@ -5,23 +5,15 @@ The gateway parses a completion into one of these; invalid output triggers one r
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from models.common import MemoryKind
+from models.vocabulary import normalize_key
 
-SNAKE_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-def _snake_key(value: str) -> str:
-    if not SNAKE_KEY.match(value):
-        raise ValueError(f"key {value!r} must be lower snake_case")
-    return value
-
-
-SnakeKey = Annotated[str, AfterValidator(_snake_key)]
+# A key as a model wrote it, normalised by the one key normaliser: currentJobTitle -> job_title.
+SnakeKey = Annotated[str, AfterValidator(normalize_key)]
 
 
 class ExtractedItem(BaseModel):

@@ -234,18 +234,21 @@ def _text_keyed_dict(value: Any) -> bool:
 
 
 def _canonical_time(value: Any, tz: ZoneInfo) -> datetime | None:
+    moment: datetime
     if type(value) is str:
         if not CANONICAL_TIME.fullmatch(value):
             return None
         try:
-            value = datetime.fromisoformat(value)
+            moment = datetime.fromisoformat(value)
         except ValueError:
             return None
-    elif type(value) is not datetime:
+    elif type(value) is datetime:
+        moment = value
+    else:
         return None
-    if not MIN_YEAR <= value.year <= MAX_YEAR:
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
         return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=tz)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=tz)
 
 
 class RecordProblem(BaseModel):

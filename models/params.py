@@ -1,20 +1,23 @@
 """Flow parameters and run summaries: the Prefect deployment form and the CLI both come from these models.
 
-Dates that default to "today" are `None` in the model and resolved in STRATAFLOW_TIMEZONE when the run
-starts: a default computed here would be frozen into the deployment at deploy time.
+Dates that default to a day relative to the run are `None` in the model and resolved in
+STRATAFLOW_TIMEZONE when the run starts (tasks/bookkeeping.py `logical_date`): a default computed here
+would be frozen into the deployment at deploy time. The CLI options of `strataflow run` are generated from
+these models (strataflow/commands/run.py), so a field's description is its --help text.
 """
 
 from __future__ import annotations
 
 from datetime import date
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 Namespace = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAMESPACE_PATTERN)]
 Paths = Annotated[list[str], Field(max_length=1000)]
+RunStatus = Literal["running", "completed", "completed_with_errors", "budget_stopped", "failed"]
 
 
 class Stage(StrEnum):
@@ -43,7 +46,9 @@ class NightlyParams(_Params):
 
     run_date: date | None = Field(
         None,
-        description="The night this run stands for (recorded). Empty: today in STRATAFLOW_TIMEZONE.",
+        description="The logical date: the day whose inbox files this run reads (files dated another day"
+        " wait for their own night; undated ones are read every night) and that its record carries."
+        " Empty: the day before the run's scheduled start, in STRATAFLOW_TIMEZONE.",
     )
     paths: Paths = Field(
         default_factory=list,
@@ -144,6 +149,7 @@ class RunCounts(BaseModel):
     insights_written: int = 0
     assets_ingested: int = 0
     rows_expired: int = 0
+    units_failed: int = 0  # LLM work units (scopes, scope-weeks) with no usable answer
     budget_stopped: bool = False
 
 
@@ -153,8 +159,10 @@ class RunSummary(BaseModel):
     flow: str
     run_id: str
     prefect_flow_run_id: str | None = None
-    status: str
+    status: RunStatus
     counts: RunCounts
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
     days: int = 0
     weeks: int = 0
+    run_date: date | None = None
+    errors: list[str] = Field(default_factory=list)

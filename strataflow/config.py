@@ -93,7 +93,7 @@ class Settings(BaseSettings):
     @field_validator("embedding_dim")
     @classmethod
     def _schema_dim(cls, value: int) -> int:
-        # The columns are vector(384) in sql/; another size needs a migration first (README: changing models).
+        # The columns are vector(384) in sql/: another size needs a migration (docs/embeddings-and-assets.md)
         if value != 384:
             raise ValueError("the schema stores vector(384); add a migration before changing the dimension")
         return value

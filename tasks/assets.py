@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import task
-from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, text
 
+from models.results import AssetResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.asset_readers import (
@@ -88,20 +88,6 @@ INSERT_QUARANTINE = text(
     values (:run_id, :namespace, :source, :position, :field, :reason, :error, :raw_record)
     """
 )
-
-
-class AssetResult(BaseModel):
-    """What one asset ingest did: assets seen, inserted, replaced, unchanged, quarantined, chunk counts."""
-
-    assets: int = 0
-    inserted: int = 0
-    replaced: int = 0
-    unchanged: int = 0
-    quarantined: int = 0
-    chunks_written: int = 0
-    chunks_deleted: int = 0
-    encoded: int = 0
-    cache_hits: int = 0
 
 
 def store_asset(

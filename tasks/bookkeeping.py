@@ -1,13 +1,19 @@
 """Run bookkeeping for the flows: the pipeline_runs row, the LLM concurrency limit, plans, counts, artifacts.
 
-A flow opens its run with `begin_run` (a pipeline_runs row linked to the Prefect flow run id), passes the
-run id to every stage (so the LLM ledger, L2 versions and reports carry it), and closes it with
-`finish_run`, which reads the run's figures back from the ledger tables and publishes the artifacts.
+A flow opens its run with `begin_run` (a pipeline_runs row linked to the Prefect flow run id, through the
+run recorder strataflow/ops/runs.py), passes the run id to every stage (so the LLM ledger, L2 versions and
+reports carry it), and closes it with `finish_run`, which reads the run's figures back from the ledger
+tables, sets the final state by the recorder's policy (completed, completed_with_errors, budget_stopped)
+and publishes the artifacts. A stage that raises fails the flow run; the `mark_run_failed` hook then closes
+the row as failed with the error.
+
+The logical date of a run (`logical_date`): the nightly for day D reads D's files from the inbox and stamps
+D on its record and summary. Unset, D is the day before the run's scheduled start in STRATAFLOW_TIMEZONE
+(the day that just ended), as a scheduler's logical date is.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -25,10 +31,7 @@ from models.params import DayPlan, RunCounts, RunSummary
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.readers import expand_paths
-from strataflow.ops.runs import finish_run as finish_run_row
-from strataflow.ops.runs import start_run
-
-logger = logging.getLogger(__name__)
+from strataflow.ops import runs
 
 LLM_LIMIT = "llm"
 DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
@@ -49,13 +52,6 @@ SELECT_RUN_FIGURES = text(
         (select count(*) from weekly_reports where run_id = :run_id) as weekly_reports_written,
         (select count(*) from insights where run_id = :run_id) as insights_written,
         (select count(*) from asset_documents where run_id = :run_id) as assets_ingested
-    """
-)
-FAIL_RUNNING_RUN = text(
-    """
-    update pipeline_runs
-    set status = 'failed', error = :error, finished_at = now()
-    where prefect_flow_run_id = :flow_run_id and status = 'running'
     """
 )
 
@@ -93,13 +89,26 @@ def inbox_dir(settings: Settings) -> Path:
     return settings.inbox_dir or settings.home / "inbox"
 
 
-def log_paths(settings: Settings, paths: list[str]) -> list[str]:
-    """The paths to ingest: the given ones, or the inbox (created when missing: a first night is a no-op)."""
+def logical_date(settings: Settings, run_date: date | None) -> date:
+    """The day a run stands for: run_date, else the day before the run's scheduled start (in the zone)."""
+    if run_date is not None:
+        return run_date
+    from prefect.runtime import flow_run
+
+    started: datetime = flow_run.scheduled_start_time  # outside a flow run: now
+    return started.astimezone(settings.tz).date() - timedelta(days=1)
+
+
+def log_paths(settings: Settings, paths: list[str], day: date | None = None) -> list[str]:
+    """The paths to ingest: the given ones as they are; else the inbox (created when missing), with `day`
+    only its files dated `day` and the undated ones (a file dated another day waits for its own night)."""
     if paths:
         return list(paths)
     inbox = inbox_dir(settings)
     inbox.mkdir(parents=True, exist_ok=True)
-    return [str(inbox)]
+    if day is None:
+        return [str(inbox)]
+    return [str(file) for file in expand_paths([str(inbox)]) if date_in_name(file) in (day, None)]
 
 
 def asset_paths(settings: Settings, paths: list[str]) -> list[str]:
@@ -178,14 +187,16 @@ def count_run(engine_figures: Mapping[str, Any], stages: Mapping[str, dict[str, 
         result = stages.get(stage, {})
         for count, candidates in fields.items():
             figures[count] = sum(int(result[name]) for name in candidates if name in result)
+    figures["units_failed"] = sum(int(result.get("units_failed") or 0) for result in stages.values())
     figures["budget_stopped"] = any(bool(result.get("budget_stopped")) for result in stages.values())
     return RunCounts(**figures)
 
 
 def summary_markdown(summary: RunSummary) -> str:
     counts = summary.counts
+    day = f" for {summary.run_date}" if summary.run_date else ""
     lines = [
-        f"# {summary.flow} run `{summary.run_id}`: {summary.status}",
+        f"# {summary.flow} run `{summary.run_id}`{day}: {summary.status}",
         "",
         f"- L1: {counts.rows_read} rows read, {counts.rows_inserted} inserted, {counts.rows_updated} updated,"
         f" {counts.rows_quarantined} quarantined; {counts.rows_embedded} rows embedded"
@@ -199,6 +210,9 @@ def summary_markdown(summary: RunSummary) -> str:
     ]
     if summary.days or summary.weeks:
         lines.append(f"- Backfill: {summary.days} day(s), {summary.weeks} week(s)")
+    if summary.errors:
+        lines += ["", f"## {counts.units_failed} failed unit(s)", ""]
+        lines += [f"- {error}" for error in summary.errors]
     return "\n".join(lines) + "\n"
 
 
@@ -243,8 +257,7 @@ def mark_run_failed(flow: Any, flow_run: Any, state: Any) -> None:
     """Flow hook (failure or crash): close the run's pipeline_runs row as failed with the state's message."""
     from strataflow.config import load_settings
 
-    with engine_for(load_settings()).begin() as conn:
-        conn.execute(FAIL_RUNNING_RUN, {"flow_run_id": flow_run.id, "error": state.message or state.name})
+    runs.fail_flow_run(engine_for(load_settings()), flow_run.id, state.message or state.name)
 
 
 # --- tasks -------------------------------------------------------------------------------------------
@@ -259,7 +272,7 @@ def begin_run(
 
     if settings.llm_limit_strict:
         ensure_llm_limit(settings.llm_concurrency)
-    return start_run(engine_for(settings), flow, parameters, namespace, prefect_flow_run_id=flow_run.id)
+    return runs.start_run(engine_for(settings), flow, parameters, namespace, prefect_flow_run_id=flow_run.id)
 
 
 @task(name="plan-backfill", cache_policy=NO_CACHE)
@@ -278,8 +291,10 @@ def finish_run(
     stages: dict[str, list[Any]],
     days: int = 0,
     weeks: int = 0,
+    run_date: date | None = None,
 ) -> RunSummary:
-    """Close the pipeline run with its counts and publish the summary, table and counts artifacts."""
+    """Close the pipeline run with its counts and final state; publish the summary, table and counts
+    artifacts."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
     from prefect.runtime import flow_run
 
@@ -288,7 +303,9 @@ def finish_run(
         figures = dict(conn.execute(SELECT_RUN_FIGURES, {"run_id": run_id}).mappings().one())
     merged = {stage: merge_results(results) for stage, results in stages.items() if results}
     counts = count_run(figures, merged)
-    status = "budget_stopped" if counts.budget_stopped else "completed"
+    everything = [result for results in stages.values() for result in results]
+    status = runs.run_status(everything)
+    errors = runs.stage_errors(everything)
     summary = RunSummary(
         flow=flow,
         run_id=str(run_id),
@@ -298,8 +315,13 @@ def finish_run(
         stages=merged,
         days=days,
         weeks=weeks,
+        run_date=run_date,
+        errors=errors,
     )
-    finish_run_row(engine, run_id, status, {**counts.model_dump(), "days": days, "weeks": weeks})
+    extra = {"days": days, "weeks": weeks, "run_date": run_date.isoformat() if run_date else None}
+    runs.finish_run(engine, run_id, status, {**counts.model_dump(), **extra}, "; ".join(errors) or None)
+    if errors:
+        runs.stage_logger(__name__).warning("%s run ended %s: %s", flow, status, "; ".join(errors))
     create_markdown_artifact(
         summary_markdown(summary), key=f"{flow}-summary", description=f"{flow} run summary"
     )

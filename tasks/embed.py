@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 from prefect import task
-from pydantic import BaseModel
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.sql.elements import TextClause
 
+from models.results import EmbedResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
@@ -96,23 +96,6 @@ def _update_sql(target: EmbedTarget) -> TextClause:
 SELECT_PENDING = {(t.table, r): _select_sql(t, r) for t in TARGETS for r in (False, True)}
 COUNT_PENDING = {(t.table, r): _count_sql(t, r) for t in TARGETS for r in (False, True)}
 UPDATE_EMBEDDING = {t.table: _update_sql(t) for t in TARGETS}
-
-
-class EmbedResult(BaseModel):
-    """Rows embedded per table, texts encoded by the model and texts served from the cache."""
-
-    model: str
-    conversation_messages: int = 0
-    memory_items: int = 0
-    weekly_reports: int = 0
-    insights: int = 0
-    asset_chunks: int = 0
-    encoded: int = 0
-    cache_hits: int = 0
-
-    @property
-    def embedded(self) -> int:
-        return sum(getattr(self, t.table) for t in TARGETS)
 
 
 def embedding_text(table: str, row: Mapping[str, Any]) -> str:

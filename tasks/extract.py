@@ -8,13 +8,17 @@ source messages and the watermark advances in the same transaction. A budget sto
 the next run resumes from the watermark. The LLM cache key of a chunk is its message ids and content hashes
 (the work's identity), so a forced re-extraction of the same batch is answered by the cache.
 
+Failures (the policy of models/results.py): a scope whose model call fails is counted and named by hash in
+the result's errors, its watermark stays, and the next scope goes on; the task raises when every scope
+failed. No database transaction is open during a model call (the scope's advisory lock is a session lock).
+Retries live in the gateway only (STRATAFLOW_LLM_MAX_RETRIES); the task does not retry.
+
 Seed 001 hot memory (refresh_hot_memory) is in tasks/hot_memory.py and re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -22,17 +26,18 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, Field
 from sqlalchemy import Connection, Engine, text
 
 from models.common import MemoryKind
 from models.llm import ExtractedItem, ExtractionOutput
+from models.results import ExtractResult, HotMemoryResult
 from models.vocabulary import PROFILE_SECTIONS
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
 from strataflow.memory import store
+from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
 from strataflow.ops.scopes import (
     Scope,
     ScopeMessage,
@@ -42,7 +47,7 @@ from strataflow.ops.scopes import (
     scope_messages,
 )
 from strataflow.textsearch import CJK_RUN
-from tasks.hot_memory import HotMemoryResult, refresh_hot_memory, refresh_hot_memory_task
+from tasks.hot_memory import refresh_hot_memory, refresh_hot_memory_task
 
 __all__ = [
     "PROMPT_VERSION",
@@ -53,8 +58,6 @@ __all__ = [
     "refresh_hot_memory",
     "refresh_hot_memory_task",
 ]
-
-logger = logging.getLogger(__name__)
 
 STAGE = "extract"
 PROMPT_VERSION = "extract-v1"
@@ -102,29 +105,6 @@ SELECT_EXISTING_KEYS = text(
 )
 
 
-class ExtractResult(BaseModel):
-    """What one extraction run did."""
-
-    scopes: int = 0
-    scopes_locked: int = Field(0, description="skipped: another process was extracting them")
-    scopes_failed: int = 0
-    messages: int = 0
-    llm_calls: int = Field(0, description="requests sent (ledger rows written by this run)")
-    cache_hits: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
-    items_new: int = 0
-    items_changed: int = 0
-    items_unchanged: int = 0
-    items_kept_older: int = 0
-    items_dropped: int = Field(
-        0, description="output items citing no message of their batch, or internal kinds"
-    )
-    manual_conflicts: list[dict[str, Any]] = Field(default_factory=list)
-    budget_stopped: bool = False
-    errors: list[str] = Field(default_factory=list)
-
-
 def estimate_tokens(text_value: str) -> int:
     """A cheap token estimate: one per Chinese character, one per four other characters, plus framing."""
     cjk = sum(len(run) for run in CJK_RUN.findall(text_value))
@@ -146,25 +126,37 @@ def chunk_messages(messages: list[ScopeMessage], batch_tokens: int) -> Iterator[
         yield chunk
 
 
+CONTEXT_NOTE = (
+    "Lines with \"context\": true are the assistant's turns: read them to understand the subject's replies "
+    "(a bare answer to a question), but never take a fact, preference or intent from them."
+)
+
+
 def message_record(message: ScopeMessage) -> dict[str, Any]:
-    return {
+    """One <messages> line; a turn that is not the subject's (assistant, system, tool) is marked context."""
+    record: dict[str, Any] = {
         "id": message.message_id,
         "role": message.role,
         "time": message.event_at.isoformat(),
         "text": message.content,
     }
+    if message.role != "user":
+        record["context"] = True
+    return record
 
 
 def build_extract_messages(batch: list[ScopeMessage], existing_keys: list[str]) -> list[dict[str, str]]:
-    """The chat messages of one extraction call: instructions, then the data blocks."""
-    user = "\n".join(
-        [
-            task_block(STAGE),
-            text_block("existing_keys", ", ".join(existing_keys)),
-            json_lines_block("messages", (message_record(m) for m in batch)),
-        ]
-    )
-    return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": user}]
+    """The chat messages of one extraction call: instructions, then the data blocks. A batch may carry the
+    assistant's turns for context (seed 000 save_info passes both messages); they are marked, and a note
+    says facts come only from the subject's own lines. A batch of user turns only is sent as before."""
+    blocks = [
+        task_block(STAGE),
+        text_block("existing_keys", ", ".join(existing_keys)),
+        json_lines_block("messages", (message_record(m) for m in batch)),
+    ]
+    if any(m.role != "user" for m in batch):
+        blocks.insert(1, text_block("roles", CONTEXT_NOTE))
+    return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": "\n".join(blocks)}]
 
 
 def batch_cache_key(batch: list[ScopeMessage]) -> str:
@@ -183,6 +175,7 @@ def extract_new(
     engine = engine_for(settings)
     gateway = LLMGateway(settings, engine, run_id)
     result = ExtractResult()
+    log = stage_logger(__name__)
     with engine.connect() as conn:
         scopes = pending_scopes(conn, STAGE, namespace, reprocess_since)
     bar = _progress(len(scopes), progress)
@@ -191,13 +184,13 @@ def extract_new(
             try:
                 _extract_scope(engine, gateway, scope, reprocess_since, result)
             except BudgetExhausted as exc:
-                logger.warning("%s", exc)
+                log.warning("%s", exc)
                 result.budget_stopped = True
                 break
             except LLMError as exc:
-                result.scopes_failed += 1
-                result.errors.append(f"{scope.namespace}/{scope.subject_id}: {exc}")
-                logger.error("extraction of %s/%s failed: %s", scope.namespace, scope.subject_id, exc)
+                unit = scope_ref(scope.namespace, scope.subject_id)
+                result.add_failure(unit, exc)
+                log.error("extraction of %s failed: %s", unit, exc)
             finally:
                 if bar is not None:
                     bar.update(bar.task_ids[0], advance=1)
@@ -324,12 +317,12 @@ def _progress(total: int, enabled: bool) -> Any:
     return bar
 
 
-@task(name="extract-new", retries=2, retry_delay_seconds=[10, 60], cache_policy=NO_CACHE)
+@task(name="extract-new", cache_policy=NO_CACHE)
 def extract_new_task(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> ExtractResult:
-    """Extract L2 memory from new L1 messages; raises when a scope failed so Prefect retries it."""
+    """Extract L2 memory from new L1 messages; raises when every scope failed (no task retries: the
+    gateway retries each request)."""
     result = extract_new(settings, run_id=run_id, namespace=namespace, progress=False)
-    if result.errors:
-        raise LLMError("extraction failed for: " + "; ".join(result.errors))
+    raise_if_all_failed(result, STAGE)
     return result

@@ -1,28 +1,30 @@
 """Hot memory (seed 001): for every scope with new messages since its 'hot_summary' watermark, a compact
 summary of its last 50 messages, stored in L2 as kind 'hot_summary', key 'hot_summary' (one current row per
 scope, older summaries in memory_item_versions). The value is {"summary": ..., "messages": n}.
+
+Failures follow the LLM stage policy of models/results.py: a failed scope is counted and named by hash, the
+others go on, and the task raises only when every scope failed. The model is called with no transaction
+open; retries live in the gateway only.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel
 from sqlalchemy import text
 
 from models.llm import HotSummaryOutput
+from models.results import HotMemoryResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block
 from strataflow.memory import store
+from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
 from strataflow.ops.scopes import advance_watermark, pending_scopes, scope_lock
-
-logger = logging.getLogger(__name__)
 
 STAGE = "hot_summary"
 PROMPT_VERSION = "hot-summary-v1"
@@ -48,16 +50,6 @@ SELECT_LAST_MESSAGES = text(
 )
 
 
-class HotMemoryResult(BaseModel):
-    scopes: int = 0
-    summaries_written: int = 0
-    llm_calls: int = 0
-    cache_hits: int = 0
-    tokens: int = 0
-    budget_stopped: bool = False
-    errors: list[str] = []
-
-
 def refresh_hot_memory(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> HotMemoryResult:
@@ -65,6 +57,7 @@ def refresh_hot_memory(
     engine = engine_for(settings)
     gateway = LLMGateway(settings, engine, run_id)
     result = HotMemoryResult()
+    log = stage_logger(__name__)
     with engine.connect() as conn:
         scopes = pending_scopes(conn, STAGE, namespace)
     for scope in scopes:
@@ -94,11 +87,13 @@ def refresh_hot_memory(
                     cache_key=json.dumps([[r.message_id, r.content_hash] for r in rows]),
                 )
             except BudgetExhausted as exc:
-                logger.warning("%s", exc)
+                log.warning("%s", exc)
                 result.budget_stopped = True
                 break
             except LLMError as exc:
-                result.errors.append(f"{scope.namespace}/{scope.subject_id}: {exc}")
+                unit = scope_ref(scope.namespace, scope.subject_id)
+                result.add_failure(unit, exc)
+                log.error("hot memory of %s failed: %s", unit, exc)
                 continue
             ids = {r.message_id for r in rows}
             sources = [i for i in output.source_message_ids if i in ids] or sorted(ids)
@@ -130,12 +125,12 @@ def refresh_hot_memory(
     return result
 
 
-@task(name="refresh-hot-memory", retries=2, retry_delay_seconds=[10, 60], cache_policy=NO_CACHE)
+@task(name="refresh-hot-memory", cache_policy=NO_CACHE)
 def refresh_hot_memory_task(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> HotMemoryResult:
-    """Refresh the seed 001 hot summary of every scope (of one namespace, when given) with new messages."""
+    """Refresh the seed 001 hot summary of every scope (of one namespace, when given) with new messages;
+    raises when every scope failed."""
     result = refresh_hot_memory(settings, run_id=run_id, namespace=namespace)
-    if result.errors:
-        raise LLMError("hot memory failed for: " + "; ".join(result.errors))
+    raise_if_all_failed(result, STAGE)
     return result

@@ -19,9 +19,9 @@ from typing import Any
 import orjson
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
+from models.results import IngestResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.enrich import ChunkOptions
@@ -34,8 +34,7 @@ from strataflow.ingest.readers import (
     read_chunks,
     read_sql_chunks,
 )
-from strataflow.ingest.staging import ChunkCounts
-from strataflow.ops.runs import finish_run, start_run
+from strataflow.ops.runs import record_run
 
 logger = logging.getLogger(__name__)
 
@@ -52,26 +51,6 @@ UPSERT_WATERMARK = text(
                   updated_at = now()
     """
 )
-
-
-class IngestResult(BaseModel):
-    """What one ingest run did; read = records seen (valid or not)."""
-
-    run_id: uuid.UUID | None = None
-    files: int = 0
-    files_skipped: int = 0
-    read: int = 0
-    inserted: int = 0
-    updated: int = 0
-    skipped: int = 0
-    quarantined: int = 0
-
-    def add(self, other: ChunkCounts) -> None:
-        self.read += other.read
-        self.inserted += other.inserted
-        self.updated += other.updated
-        self.skipped += other.skipped
-        self.quarantined += other.quarantined
 
 
 def file_checksum(path: Path) -> str:
@@ -96,29 +75,29 @@ def ingest_logs(
     Records its own pipeline_runs row ('ingest') unless a run_id is given by the caller.
     """
     engine = engine_for(settings)
-    own_run = run_id is None
-    if own_run:
+    if run_id is None:
         parameters = {
             "paths": [str(p) for p in paths],
             "namespace": namespace,
             "format": fmt,
             "source": source,
         }
-        run_id = start_run(engine, "ingest", parameters, namespace=namespace)
+        return record_run(
+            engine,
+            "ingest",
+            parameters,
+            namespace,
+            lambda own_id: ingest_logs(
+                settings, paths, namespace, fmt, source, mapping, own_id, progress, sql_url, sql_query
+            ),
+        )
     result = IngestResult(run_id=run_id)
-    try:
-        with _progress(progress) as bar, engine.connect() as conn:
-            if fmt == "sql":
-                _ingest_sql(conn, settings, namespace, source, mapping, sql_url, sql_query, result, bar)
-            else:
-                for path in expand_paths([str(p) for p in paths]):
-                    _ingest_file(conn, settings, path, namespace, fmt, source, mapping, result, bar)
-    except BaseException as exc:
-        if own_run:
-            finish_run(engine, run_id, "failed", result.model_dump(exclude={"run_id"}), str(exc)[:2000])
-        raise
-    if own_run:
-        finish_run(engine, run_id, "completed", result.model_dump(exclude={"run_id"}))
+    with _progress(progress) as bar, engine.connect() as conn:
+        if fmt == "sql":
+            _ingest_sql(conn, settings, namespace, source, mapping, sql_url, sql_query, result, bar)
+        else:
+            for path in expand_paths([str(p) for p in paths]):
+                _ingest_file(conn, settings, path, namespace, fmt, source, mapping, result, bar)
     return result
 
 

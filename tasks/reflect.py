@@ -15,26 +15,31 @@ Writing an insight for (namespace, subject, key):
 Contradicting insights for one key in one answer are applied oldest evidence first, so the newest wins and
 the older stays in history. Deleted items and the internal hot_summary kind are marked reflected without a
 request (a deleted fact's insight stays until a newer statement replaces it).
+
+Per scope: read under a session advisory lock, call the model with no transaction open, write in a new
+transaction. Failures follow the LLM stage policy of models/results.py; retries live in the gateway only.
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Connection, Engine, text
 
 from models.lifecycle import ReflectResult
 from models.llm import ReflectedInsight, ReflectionOutput
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block
+from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
+from strataflow.ops.scopes import Scope, scope_lock
 
-logger = logging.getLogger(__name__)
-
+STAGE = "reflect"
 PROMPT_VERSION = "reflect-v1"
 BATCH_ITEMS = 150
 STATEMENT_CHARS = 400
@@ -170,71 +175,98 @@ def write_insight(
         result.insights_updated += 1
 
 
+def applicable_insights(
+    output: ReflectionOutput, batch: list[Any], unit: str
+) -> list[tuple[ReflectedInsight, list[Any]]]:
+    """The answer's insights with their evidence items from the batch, oldest evidence first (so the newest
+    ends up current); an insight citing no item of the batch is skipped with a warning."""
+    by_id = {item.item_id: item for item in batch}
+    applicable = []
+    for insight in output.insights:
+        evidence = [by_id[i] for i in dict.fromkeys(insight.evidence_item_ids) if i in by_id]
+        if evidence:
+            applicable.append((max(item.valid_from for item in evidence), insight, evidence))
+        else:
+            stage_logger(__name__).warning(
+                "reflect %s: insight %r cites no item of the prompt; skipped", unit, insight.key
+            )
+    applicable.sort(key=lambda entry: entry[0])
+    return [(insight, evidence) for _, insight, evidence in applicable]
+
+
 def reflect_scope(
-    conn: Connection, gateway: Any, namespace: str, subject_id: str, run_id: uuid.UUID, result: ReflectResult
+    engine: Engine,
+    gateway: LLMGateway,
+    namespace: str,
+    subject_id: str,
+    run_id: uuid.UUID,
+    result: ReflectResult,
 ) -> None:
-    """Reflect one scope's pending items (one request per BATCH_ITEMS) and mark them reflected."""
-    pending = list(conn.execute(SELECT_PENDING_ITEMS, {"namespace": namespace, "subject_id": subject_id}))
-    usable = [item for item in pending if item.status == "active" and item.kind in REFLECTED_KINDS]
-    lineage = {"run_id": run_id, "prompt_version": PROMPT_VERSION, "model": gateway.model_for("reflect")}
-    for offset in range(0, len(usable), BATCH_ITEMS):
-        batch = usable[offset : offset + BATCH_ITEMS]
-        by_id = {item.item_id: item for item in batch}
-        output: ReflectionOutput = gateway.complete(
-            "reflect",
-            PROMPT_VERSION,
-            build_prompt(batch),
-            ReflectionOutput,
-            namespace=namespace,
-            subject_id=subject_id,
-        )
-        applicable = []
-        for insight in output.insights:
-            evidence = [by_id[i] for i in dict.fromkeys(insight.evidence_item_ids) if i in by_id]
-            if evidence:
-                applicable.append((max(item.valid_from for item in evidence), insight, evidence))
-            else:
-                logger.warning(
-                    "reflect %s/%s: insight %r cites no item of the prompt; skipped",
-                    namespace,
-                    subject_id,
-                    insight.key,
-                )
-        applicable.sort(key=lambda entry: entry[0])  # oldest evidence first: the newest ends up current
-        for _, insight, evidence in applicable:
-            write_insight(conn, namespace, subject_id, insight, evidence, lineage, result)
-    for item in pending:
-        conn.execute(MARK_REFLECTED, {"item_id": item.item_id, "version": item.version})
-    result.items_reflected += len(pending)
+    """Reflect one scope's pending items under its advisory lock: read them (one transaction), ask the model
+    (one request per BATCH_ITEMS, no transaction open), then write the insights and mark the items reflected
+    in one new transaction (an item changed meanwhile keeps its new version pending)."""
+    unit = scope_ref(namespace, subject_id)
+    scope = {"namespace": namespace, "subject_id": subject_id}
+    with engine.connect() as conn, scope_lock(conn, STAGE, Scope(namespace, subject_id, 0, 0)) as acquired:
+        if not acquired:
+            return
+        with conn.begin():
+            pending = list(conn.execute(SELECT_PENDING_ITEMS, scope))
+        result.scopes += 1
+        usable = [item for item in pending if item.status == "active" and item.kind in REFLECTED_KINDS]
+        answers = []
+        for offset in range(0, len(usable), BATCH_ITEMS):
+            batch = usable[offset : offset + BATCH_ITEMS]
+            output = gateway.complete(
+                STAGE,
+                PROMPT_VERSION,
+                build_prompt(batch),
+                ReflectionOutput,
+                namespace=namespace,
+                subject_id=subject_id,
+            )
+            answers += applicable_insights(output, batch, unit)
+        lineage = {"run_id": run_id, "prompt_version": PROMPT_VERSION, "model": gateway.model_for(STAGE)}
+        with conn.begin():
+            for insight, evidence in answers:
+                write_insight(conn, namespace, subject_id, insight, evidence, lineage, result)
+            for item in pending:
+                conn.execute(MARK_REFLECTED, {"item_id": item.item_id, "version": item.version})
+        result.items_reflected += len(pending)
 
 
 def reflect_pending(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> ReflectResult:
-    """Reflect every scope with items not yet reflected; each scope commits on its own."""
-    from strataflow.llm.gateway import BudgetExhausted, LLMGateway
-
+    """Reflect every scope with items not yet reflected; each scope commits on its own, and a scope whose
+    model call fails is counted and named (by hash) while the next one goes on."""
     engine: Engine = engine_for(settings)
     run_id = run_id or uuid.uuid4()
     with engine.connect() as conn:
         scopes = list(conn.execute(SELECT_PENDING_SCOPES, {"namespace": namespace}))
     result = ReflectResult()
     gateway = LLMGateway(settings, engine, run_id)
+    log = stage_logger(__name__)
     for scope in scopes:
         try:
-            with engine.begin() as conn:
-                reflect_scope(conn, gateway, scope.namespace, scope.subject_id, run_id, result)
-            result.scopes += 1
+            reflect_scope(engine, gateway, scope.namespace, scope.subject_id, run_id, result)
         except BudgetExhausted as exc:
-            logger.warning("reflect stopped by the LLM budget (%s); the next run resumes", exc)
+            log.warning("reflect stopped by the LLM budget (%s); the next run resumes", exc)
             result.budget_stopped = True
             break
+        except LLMError as exc:
+            unit = scope_ref(scope.namespace, scope.subject_id)
+            result.add_failure(unit, exc)
+            log.error("reflection of %s failed: %s", unit, exc)
     return result
 
 
-@task(name="reflect-insights", retries=2, retry_delay_seconds=[10, 60])
+@task(name="reflect-insights", cache_policy=NO_CACHE)
 def reflect_pending_task(
     settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
 ) -> ReflectResult:
-    """Derive insights from L2 items not yet reflected."""
-    return reflect_pending(settings, run_id=run_id, namespace=namespace)
+    """Derive insights from L2 items not yet reflected; raises when every scope failed (no task retries:
+    the gateway retries each request)."""
+    result = reflect_pending(settings, run_id=run_id, namespace=namespace)
+    raise_if_all_failed(result, STAGE)
+    return result

@@ -18,29 +18,36 @@ events of the old report whose messages all expired are carried over, and metric
 messages from message_keys (`messages_total`).
 
 The report's embedding is left null (and reset when a report is rewritten): the embed stage fills it.
+
+Each scope-week is read in one transaction, sent to the model with no transaction open, and written in a
+new one, under a session advisory lock on the scope-week (two processes never roll one week at once; the
+stored hash is read again under the lock). Failures follow the LLM stage policy of models/results.py;
+retries live in the gateway only.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Connection, Engine, text
 
 from models.lifecycle import RollupResult
 from models.llm import RollupOutput
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
+from strataflow.ops.scopes import Scope, scope_lock
 from strataflow.textsearch import TSVECTOR_SQL, fts_parts
 from strataflow.timeutil import week_bounds
 from strataflow.timeutil import week_start as week_start_of
-
-logger = logging.getLogger(__name__)
 
 PROMPT_VERSION = "rollup-v1"
 PROMPT_BUDGET_CHARS = 24_000
@@ -95,7 +102,7 @@ SELECT_WEEK_MESSAGE_IDS = text(
 )
 SELECT_REPORT = text(
     """
-    select report_id, key_events, metrics from weekly_reports
+    select report_id, key_events, metrics, input_hash from weekly_reports
     where namespace = :namespace and subject_id = :subject_id and week_start = :week_start
     """
 )
@@ -226,37 +233,44 @@ def build_prompt(
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def rollup_week(
-    conn: Connection,
-    gateway: Any,
-    settings: Settings,
-    row: Any,
-    run_id: uuid.UUID,
-    result: RollupResult,
-) -> None:
-    """Roll up one scope-week (row of week_inputs) into weekly_reports; the caller owns the transaction."""
+@dataclass
+class WeekWork:
+    """What one scope-week's rollup read before its model call."""
+
+    row: Any
+    bounds: dict[str, Any]
+    existing: Any
+    metrics: dict[str, Any]
+    live_ids: set[int]
+    week_ids: list[int]
+    prompt: list[dict[str, str]]
+
+
+def prepare_week(conn: Connection, settings: Settings, row: Any, result: RollupResult) -> WeekWork | None:
+    """Read one scope-week (row of week_inputs); None when it needs no model call (its input is unchanged,
+    so at most its metrics are refreshed, SQL only; or its messages all expired). The caller owns the
+    transaction, which must end before the model is called."""
     tz = settings.tz
     start, end = week_bounds(row.week_start, tz)
-    scope = {"namespace": row.namespace, "subject_id": row.subject_id, "start": start, "end": end}
-    existing = conn.execute(SELECT_REPORT, {**scope, "week_start": row.week_start}).first()
-    metrics = conn.execute(SELECT_METRICS, {**scope, "tz": settings.timezone}).scalar_one()
-    if existing is not None and row.stored_hash == row.input_hash:
+    bounds = {"namespace": row.namespace, "subject_id": row.subject_id, "start": start, "end": end}
+    existing = conn.execute(SELECT_REPORT, {**bounds, "week_start": row.week_start}).first()
+    metrics = conn.execute(SELECT_METRICS, {**bounds, "tz": settings.timezone}).scalar_one()
+    if existing is not None and existing.input_hash == row.input_hash:  # read under the scope-week's lock
         if existing.metrics == metrics:
             result.unchanged += 1
         else:
             conn.execute(UPDATE_METRICS, {"report_id": existing.report_id, "metrics": json.dumps(metrics)})
             result.metrics_refreshed += 1
-        return
+        return None
     if row.live_count == 0:
-        logger.warning(
-            "week %s of %s/%s has no live messages left (expired); not rolled up",
+        stage_logger(__name__).warning(
+            "week %s of %s has no live messages left (expired); not rolled up",
             row.week_start,
-            row.namespace,
-            row.subject_id,
+            scope_ref(row.namespace, row.subject_id),
         )
         result.skipped_expired += 1
-        return
-    messages = list(conn.execute(SELECT_WEEK_MESSAGES, scope))
+        return None
+    messages = list(conn.execute(SELECT_WEEK_MESSAGES, bounds))
     records = [
         {
             "id": m.message_id,
@@ -269,40 +283,66 @@ def rollup_week(
     sampled = sample_for_prompt(records, PROMPT_BUDGET_CHARS)
     result.messages_read += len(records)
     result.messages_sampled_out += len(records) - len(sampled)
-    output: RollupOutput = gateway.complete(
-        "rollup",
-        PROMPT_VERSION,
-        build_prompt(row.namespace, row.subject_id, row.week_start, sampled),
-        RollupOutput,
-        namespace=row.namespace,
-        subject_id=row.subject_id,
-    )
-    week_ids = [r.message_id for r in conn.execute(SELECT_WEEK_MESSAGE_IDS, scope)]
-    key_events = _key_events(output, {m.message_id for m in messages}, set(week_ids), existing)
+    week_ids = [r.message_id for r in conn.execute(SELECT_WEEK_MESSAGE_IDS, bounds)]
+    prompt = build_prompt(row.namespace, row.subject_id, row.week_start, sampled)
+    return WeekWork(row, bounds, existing, metrics, {m.message_id for m in messages}, week_ids, prompt)
+
+
+def write_week(
+    conn: Connection, work: WeekWork, output: RollupOutput, lineage: dict[str, Any], result: RollupResult
+) -> None:
+    """Upsert the scope-week's report from the model's answer; the caller owns the transaction."""
+    row = work.row
+    key_events = _key_events(output, work.live_ids, set(work.week_ids), work.existing)
     summary = output.summary.strip()
     fts_en, fts_zh = fts_parts(summary + "\n" + "\n".join(event["event"] for event in key_events))
     conn.execute(
         UPSERT_REPORT,
         {
+            **lineage,
             "namespace": row.namespace,
             "subject_id": row.subject_id,
             "week_start": row.week_start,
             "week_end": row.week_start + timedelta(days=6),
             "summary": summary,
             "key_events": json.dumps(key_events, ensure_ascii=False),
-            "metrics": json.dumps(metrics),
+            "metrics": json.dumps(work.metrics),
             "input_hash": row.input_hash,
-            "source_message_ids": week_ids,
+            "source_message_ids": work.week_ids,
             "fts_en": fts_en,
             "fts_zh": fts_zh,
-            "run_id": run_id,
-            "prompt_version": PROMPT_VERSION,
-            "model": gateway.model_for("rollup"),
         },
     )
     result.reports_written += 1
     if row.week_start not in result.weeks:
         result.weeks.append(row.week_start)
+
+
+def rollup_week(
+    engine: Engine, gateway: LLMGateway, settings: Settings, row: Any, run_id: uuid.UUID, result: RollupResult
+) -> None:
+    """Roll up one scope-week under its advisory lock: read (one transaction), call the model (none open),
+    write (a new transaction). Another process holding the lock: skipped, counted unchanged."""
+    lock_scope = Scope(row.namespace, row.subject_id, 0, 0)
+    with engine.connect() as conn, scope_lock(conn, f"rollup:{row.week_start}", lock_scope) as acquired:
+        if not acquired:
+            result.unchanged += 1
+            return
+        with conn.begin():
+            work = prepare_week(conn, settings, row, result)
+        if work is None:
+            return
+        output = gateway.complete(
+            "rollup",
+            PROMPT_VERSION,
+            work.prompt,
+            RollupOutput,
+            namespace=row.namespace,
+            subject_id=row.subject_id,
+        )
+        lineage = {"run_id": run_id, "prompt_version": PROMPT_VERSION, "model": gateway.model_for("rollup")}
+        with conn.begin():
+            write_week(conn, work, output, lineage, result)
 
 
 def _key_events(
@@ -316,8 +356,8 @@ def _key_events(
             events.append({"event": event.event.strip(), "message_ids": ids})
     if existing is not None:
         for old in existing.key_events or []:
-            ids = set(old.get("message_ids") or [])
-            if ids and ids <= week_ids and not ids & live_ids:
+            old_ids = set(old.get("message_ids") or [])
+            if old_ids and old_ids <= week_ids and not old_ids & live_ids:
                 events.append(old)
     return events
 
@@ -331,10 +371,9 @@ def rollup_weeks(
 ) -> RollupResult:
     """Roll up one week (week_start: any day of it) or catch up every complete week not (currently) reported.
 
-    Each scope-week commits on its own, so a budget stop keeps the weeks written; the next run resumes.
+    Each scope-week commits on its own, so a budget stop keeps the weeks written; the next run resumes. A
+    scope-week whose model call fails is counted and named (by hash) and the next one goes on.
     """
-    from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
-
     engine: Engine = engine_for(settings)
     run_id = run_id or uuid.uuid4()
     tz = settings.tz
@@ -350,29 +389,31 @@ def rollup_weeks(
         )
     result = RollupResult(weeks_considered=len(rows))
     gateway = LLMGateway(settings, engine, run_id)
+    log = stage_logger(__name__)
     for row in rows:
         try:
-            with engine.begin() as conn:
-                rollup_week(conn, gateway, settings, row, run_id, result)
+            rollup_week(engine, gateway, settings, row, run_id, result)
         except BudgetExhausted as exc:
-            logger.warning("rollup stopped by the LLM budget (%s); the next run resumes", exc)
+            log.warning("rollup stopped by the LLM budget (%s); the next run resumes", exc)
             result.budget_stopped = True
             break
         except LLMError as exc:  # one week's bad answers do not block the other weeks; the run reports it
-            logger.error(
-                "rollup of %s/%s week %s failed: %s", row.namespace, row.subject_id, row.week_start, exc
-            )
-            result.weeks_failed += 1
+            unit = f"{scope_ref(row.namespace, row.subject_id)} week {row.week_start}"
+            result.add_failure(unit, exc)
+            log.error("rollup of %s failed: %s", unit, exc)
     result.weeks.sort()
     return result
 
 
-@task(name="rollup-weeks", retries=2, retry_delay_seconds=[10, 60])
+@task(name="rollup-weeks", cache_policy=NO_CACHE)
 def rollup_weeks_task(
     settings: Settings,
     week_start: date | None = None,
     run_id: uuid.UUID | None = None,
     namespace: str | None = None,
 ) -> RollupResult:
-    """Roll up complete ISO weeks into weekly_reports (or one week)."""
-    return rollup_weeks(settings, week_start=week_start, run_id=run_id, namespace=namespace)
+    """Roll up complete ISO weeks into weekly_reports (or one week); raises when every scope-week that
+    needed the model failed (no task retries: the gateway retries each request)."""
+    result = rollup_weeks(settings, week_start=week_start, run_id=run_id, namespace=namespace)
+    raise_if_all_failed(result, "rollup")
+    return result

@@ -56,29 +56,34 @@ def recorded_run(
     namespace: str | None,
     work: Callable[[uuid.UUID], R],
     user_errors: tuple[type[Exception], ...] = (),
-    failed: Callable[[R], bool] = lambda result: False,
 ) -> R:
-    """Run one CLI stage inside a pipeline_runs row: completed (or budget_stopped, or failed when `failed`
-    says so) with the result's counts, or failed with the error. `user_errors` become a clean exit 1."""
+    """Run one CLI stage inside a pipeline_runs row (the run recorder, strataflow/ops/runs.py); our errors
+    and `user_errors` become a clean exit 1."""
     from strataflow.db.engine import engine_for
-    from strataflow.ops.runs import finish_run, start_run
+    from strataflow.ops.runs import record_run
 
     with cli_errors():
-        engine = engine_for(settings)
-        run_id = start_run(engine, flow, parameters, namespace=namespace)
         try:
-            result = work(run_id)
+            return record_run(engine_for(settings), flow, parameters, namespace, work)
         except user_errors as exc:
-            finish_run(engine, run_id, "failed", error=str(exc))
             raise UserError(str(exc)) from None
-        except BaseException as exc:
-            finish_run(engine, run_id, "failed", error=f"{exc.__class__.__name__}: {exc}")
-            raise
-        if failed(result):
-            status = "failed"
-        elif getattr(result, "budget_stopped", False):
-            status = "budget_stopped"
-        else:
-            status = "completed"
-        finish_run(engine, run_id, status, result.model_dump(mode="json"))  # type: ignore[attr-defined]
-    return result
+
+
+def report_failures(result: Any) -> None:
+    """After a CLI stage: print the failed units of an LLM stage on stderr; exit 1 when every one failed
+    (the run was recorded failed), else the run completed (with errors) and the command exits 0."""
+    from models.results import LLMStageResult
+
+    if not isinstance(result, LLMStageResult) or not result.units_failed:
+        return
+    for error in result.errors:
+        typer.echo(f"error: {error}", err=True)
+    if result.all_failed():
+        typer.echo(
+            f"failed: every unit ({result.units_failed}) failed; see llm_calls for each request", err=True
+        )
+        raise typer.Exit(1)
+    typer.echo(
+        f"completed with errors: {result.units_failed} unit(s) failed and are retried by the next run",
+        err=True,
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import UserError, cli_errors, recorded_run, report_failures, settings_or_exit
 
 profile_app = typer.Typer(
     help="Profiles built from L2: summarize, and the user/work documents.", no_args_is_help=True
@@ -34,11 +34,12 @@ def extract(
     """Extract durable L2 memory items from new L1 messages, one LLM call per scope batch.
 
     Only messages past each scope's watermark are sent, so a second run makes no LLM calls. A budget stop
-    (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes.
+    (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes. A
+    scope whose model call fails is named (by hash) on stderr and retried by the next run; the run ends
+    completed_with_errors (exit 0), or failed (exit 1) when every scope failed.
+
     Example: strataflow extract --namespace consult
     """
-    from strataflow.db.engine import engine_for
-    from strataflow.ops.runs import finish_run, start_run
     from strataflow.timeutil import parse_event_time
     from tasks.extract import extract_new
 
@@ -52,16 +53,13 @@ def extract(
             since_at = parse_event_time(since, settings.tz) if since else None
         except ValueError as exc:
             raise UserError(f"--since: {exc}") from None
-        engine = engine_for(settings)
-        run_id = start_run(engine, "extract", {"namespace": namespace, "since": since}, namespace=namespace)
-        try:
-            result = extract_new(settings, run_id=run_id, namespace=namespace, reprocess_since=since_at)
-        except BaseException as exc:
-            finish_run(engine, run_id, "failed", error=str(exc)[:2000])
-            raise
-        counts = result.model_dump(exclude={"errors", "manual_conflicts"})
-        status = "failed" if result.errors else "budget_stopped" if result.budget_stopped else "completed"
-        finish_run(engine, run_id, status, counts, "; ".join(result.errors)[:2000] or None)
+    result = recorded_run(
+        settings,
+        "extract",
+        {"namespace": namespace, "since": since},
+        namespace,
+        lambda run_id: extract_new(settings, run_id=run_id, namespace=namespace, reprocess_since=since_at),
+    )
     typer.echo(
         f"scopes {result.scopes}, messages {result.messages}, llm calls {result.llm_calls} "
         f"(cache hits {result.cache_hits}, tokens {result.tokens}), items new {result.items_new}, "
@@ -76,10 +74,7 @@ def extract(
         )
     if result.budget_stopped:
         typer.echo("budget spent: stopped cleanly; the next run resumes where this one stopped", err=True)
-    if result.errors:
-        for error in result.errors:
-            typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1)
+    report_failures(result)
 
 
 @profile_app.command("get")

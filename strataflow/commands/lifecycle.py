@@ -6,7 +6,7 @@ from datetime import date
 
 import typer
 
-from strataflow.commands.common import recorded_run, settings_or_exit
+from strataflow.commands.common import recorded_run, report_failures, settings_or_exit
 
 
 def rollup(
@@ -32,23 +32,18 @@ def rollup(
         {"week_start": week_start, "namespace": namespace},
         namespace,
         lambda run_id: rollup_weeks(settings, week_start=monday, run_id=run_id, namespace=namespace),
-        failed=lambda r: r.weeks_failed > 0,
         user_errors=(ValueError,),
     )
     typer.echo(
         f"weeks considered {result.weeks_considered}: reports written {result.reports_written}, "
         f"metrics refreshed {result.metrics_refreshed}, unchanged {result.unchanged}, "
         f"skipped (expired) {result.skipped_expired}, "
-        f"failed {result.weeks_failed}"
+        f"failed {result.units_failed}"
     )
     typer.echo(f"messages read {result.messages_read}, left out of prompts {result.messages_sampled_out}")
     if result.budget_stopped:
         typer.echo("stopped by the LLM budget: the next run resumes", err=True)
-    if result.weeks_failed:
-        typer.echo(
-            "error: some weeks got no valid answer from the model (see the log and llm_calls)", err=True
-        )
-        raise typer.Exit(1)
+    report_failures(result)
 
 
 def reflect(
@@ -77,6 +72,7 @@ def reflect(
     )
     if result.budget_stopped:
         typer.echo("stopped by the LLM budget: the next run resumes", err=True)
+    report_failures(result)
 
 
 def expire(

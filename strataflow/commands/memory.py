@@ -185,7 +185,9 @@ def get(
             raise MemoryNotFound(f"no memory item {item_id or f'{kind}:{key}'} in namespace {namespace!r}")
         payload = item.model_dump(mode="json")
         if history:
-            payload["history"] = [v.model_dump(mode="json") for v in memory_history(conn, item.item_id)]
+            payload["history"] = [
+                v.model_dump(mode="json") for v in memory_history(conn, namespace, item.item_id)
+            ]
         return payload
 
     _emit(_write(action))

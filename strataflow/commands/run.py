@@ -3,137 +3,107 @@ server with the deployments, the pipeline's state, and the one-command tour."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from datetime import date
+from inspect import Parameter
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import typer
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit, stderr
+from models.params import RunSummary
+from strataflow.commands.common import cli_errors, settings_or_exit, stderr
+from strataflow.ops.flow_runner import PARAMS
+
+KEYWORD_ONLY = Parameter.KEYWORD_ONLY
 
 run_app = typer.Typer(
     help="Run a flow now, in this process (ephemeral Prefect API unless PREFECT_API_URL is set)."
 )
 
-PATH_HELP = "Log file or directory (repeatable). Default: the inbox, STRATAFLOW_HOME/inbox."
-LOG_PATHS = typer.Option(None, "--path", help=PATH_HELP)
-ASSET_PATHS = typer.Option(
-    None, "--path", help="Asset file or directory (repeatable). Default: STRATAFLOW_HOME/assets."
-)
+# Option names that differ from the field name in kebab case (a repeatable option reads best singular).
+OPTION_NAMES = {"paths": ("--path",), "run_date": ("--run-date", "--date")}
+EXAMPLES = {
+    "nightly": "strataflow run nightly --path ./exports --namespace acme",
+    "weekly": "strataflow run weekly",
+    "assets": "strataflow run assets --path ./docs --namespace acme",
+    "backfill": "strataflow run backfill --start 2024-03-01 --end 2024-03-31 --path ./exports",
+}
 DEMO_OUT = typer.Option(None, "--out", help="Sample directory. Default: STRATAFLOW_HOME/demo.")
 
 
 def _run(name: str, values: dict[str, Any]) -> None:
-    from strataflow.config import Settings
     from strataflow.ops import flow_runner
 
-    settings: Settings = settings_or_exit()
+    settings = settings_or_exit()
     with cli_errors():
-        flow_params = _params_model(name)
-        params = flow_runner.build_params(flow_params, values)
-        flow_runner.prefect_environment(settings)
-        flow = flow_runner.with_runner(flow_runner.load_flow(name), settings)
+        params = flow_runner.build_params(flow_runner.PARAMS[name], values)
         stderr(f"running the {name} flow (Prefect starts a temporary API when PREFECT_API_URL is unset) ...")
-        state = flow(params, return_state=True)
-        if not state.is_completed():
-            raise UserError(
-                f"the {name} run ended {state.name}: {state.message or 'see the Prefect log above'}"
-            )
-        _print_summary(state.result())
+        _print_summary(flow_runner.run_flow(settings, name, params))
 
 
-def _params_model(name: str) -> Any:
-    from models import params
-
-    return {
-        "nightly": params.NightlyParams,
-        "weekly": params.WeeklyParams,
-        "assets": params.AssetsParams,
-        "backfill": params.BackfillParams,
-    }[name]
-
-
-def _print_summary(summary: Any) -> None:
-    counts = summary.counts.model_dump()
-    typer.echo(f"{summary.flow} run {summary.run_id}: {summary.status}")
+def _print_summary(summary: RunSummary) -> None:
+    day = f" for {summary.run_date}" if summary.run_date else ""
+    typer.echo(f"{summary.flow} run {summary.run_id}{day}: {summary.status}")
     if summary.days or summary.weeks:
         typer.echo(f"  {'days, weeks':24} {summary.days}, {summary.weeks}")
-    for key, value in counts.items():
+    for key, value in summary.counts.model_dump().items():
         typer.echo(f"  {key:24} {value}")
+    for error in summary.errors:
+        typer.echo(f"error: {error}", err=True)
 
 
-def _paths(paths: list[Path] | None) -> list[str] | None:
-    return [str(path) for path in paths] if paths else None
+def _cli_value(annotation: Any, value: Any) -> Any:
+    """A CLI value as the model takes it: a list option also accepts comma-separated values."""
+    if value is None or get_origin(annotation) is not list:
+        return value
+    return [part.strip() for item in value for part in str(item).split(",") if part.strip()]
 
 
-@run_app.command("nightly")
-def run_nightly(
-    run_date: str = typer.Option(
-        None, "--date", help="The night this run stands for (YYYY-MM-DD). Default: today."
-    ),
-    paths: list[Path] = LOG_PATHS,
-    namespace: str = typer.Option(None, "--namespace", help="Namespace for records that name none."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Expiry only reports what it would remove."),
-) -> None:
-    """Ingest new logs, embed, extract L2, refresh hot memory and expire old L1, as the 02:00 schedule does.
-
-    A rerun for the same logs makes no LLM call and encodes nothing.
-
-    Example: strataflow run nightly --path ./exports --namespace acme
-    """
-    _run(
-        "nightly", {"run_date": run_date, "paths": _paths(paths), "namespace": namespace, "dry_run": dry_run}
+def _option(name: str, field: FieldInfo) -> tuple[Any, Any]:
+    """(annotation, typer.Option) of one model field: its description is the help text."""
+    annotation = field.annotation
+    args = [a for a in get_args(annotation) if a is not type(None)] or [annotation]
+    base = args[0] if get_origin(annotation) in (Union, UnionType) else annotation
+    required = field.is_required()
+    if base is bool:
+        cli_type: Any = bool
+        names: tuple[str, ...] = (f"--{name.replace('_', '-')}/--no-{name.replace('_', '-')}",)
+    else:
+        cli_type = list[str] if get_origin(base) is list else str
+        names = OPTION_NAMES.get(name, (f"--{name.replace('_', '-')}",))
+    default = ... if required else (field.default if base is bool else None)
+    metavar = "YYYY-MM-DD" if base is date else name.removesuffix("s").upper()
+    help_text = (field.description or "") + (
+        " Repeatable, or comma-separated." if cli_type == list[str] else ""
     )
+    return cli_type, typer.Option(default, *names, help=help_text, metavar=metavar, show_default=base is bool)
 
 
-@run_app.command("weekly")
-def run_weekly(
-    week_start: str = typer.Option(None, "--week-start", help="Monday of one week. Default: every week due."),
-    namespace: str = typer.Option(None, "--namespace", help="Only this namespace."),
-) -> None:
-    """Roll up complete ISO weeks into weekly reports, reflect insights and embed the reports.
+def flow_command(name: str, model: type[BaseModel]) -> Callable[..., None]:
+    """The `strataflow run NAME` command: one option per field of the flow's parameter model."""
+    fields = model.model_fields
+    parameters = []
+    for field_name, field in fields.items():
+        cli_type, option = _option(field_name, field)
+        parameters.append(inspect.Parameter(field_name, KEYWORD_ONLY, default=option, annotation=cli_type))
 
-    Example: strataflow run weekly
-    """
-    _run("weekly", {"week_start": week_start, "namespace": namespace})
+    def command(**values: Any) -> None:
+        _run(name, {key: _cli_value(fields[key].annotation, value) for key, value in values.items()})
 
-
-@run_app.command("assets")
-def run_assets(
-    paths: list[Path] = ASSET_PATHS,
-    namespace: str = typer.Option(None, "--namespace", help="Namespace of the assets (default: default)."),
-) -> None:
-    """Ingest data assets (docs, CSV/Parquet/JSON tables) into long-term memory and embed their chunks.
-
-    Example: strataflow run assets --path ./docs --namespace acme
-    """
-    _run("assets", {"paths": _paths(paths), "namespace": namespace})
+    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    what = inspect.cleandoc(model.__doc__ or "").partition(": ")[2]  # "Parameters of the X flow: what"
+    command.__doc__ = f"Run the {name} flow: {what}\n\nExample: {EXAMPLES[name]}"
+    command.__name__ = f"run_{name}"
+    return command
 
 
-@run_app.command("backfill")
-def run_backfill(
-    start: str = typer.Option(..., "--start", help="First day (YYYY-MM-DD)."),
-    end: str = typer.Option(..., "--end", help="Last day, inclusive (YYYY-MM-DD)."),
-    stages: str = typer.Option(
-        None, "--stages", help="Comma-separated: ingest,embed,extract,hot_memory,rollup,reflect,expire."
-    ),
-    paths: list[Path] = LOG_PATHS,
-    namespace: str = typer.Option(None, "--namespace", help="Namespace for records that name none."),
-) -> None:
-    """Run the nightly stages day by day and the weekly rollup week by week over a past date range.
-
-    Files whose name holds a date are ingested on that day. Idempotent: rerunning a range is cheap.
-
-    Example: strataflow run backfill --start 2024-03-01 --end 2024-03-31 --path ./exports
-    """
-    stage_list = [part.strip() for part in stages.split(",") if part.strip()] if stages else None
-    values = {
-        "start": start,
-        "end": end,
-        "stages": stage_list,
-        "paths": _paths(paths),
-        "namespace": namespace,
-    }
-    _run("backfill", values)
+for _name, _model in PARAMS.items():
+    run_app.command(_name)(flow_command(_name, _model))
 
 
 @run_app.callback()
@@ -158,11 +128,14 @@ def serve(
         serving.serve(settings, port=port, pool=pool)
 
 
-def status() -> None:
-    """Show watermarks and lag per stage and scope, the last run of each flow, the quarantine rate and the
-    L1 partitions due to expire.
+def status(
+    namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace (default: all)."),
+) -> None:
+    """Show the last run of each flow with its state (completed, completed_with_errors, budget_stopped,
+    failed) and errors, watermarks and lag per stage and scope, the quarantine rate and the L1 partitions
+    due to expire.
 
-    Example: strataflow status
+    Example: strataflow status --namespace acme
     """
     from strataflow.db.engine import check_connection
     from strataflow.ops import status as state
@@ -170,7 +143,7 @@ def status() -> None:
     settings = settings_or_exit()
     with cli_errors():
         check_connection(settings)
-        typer.echo(state.render(state.collect(settings)))
+        typer.echo(state.render(state.collect(settings, namespace)))
 
 
 def demo(

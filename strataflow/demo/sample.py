@@ -32,7 +32,6 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-FAMILY_NAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何林罗高".replace("", " ").split()
 SCHOOLS = [
     ("浙大", "浙江大学"),
     ("复旦", "复旦大学"),

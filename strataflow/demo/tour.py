@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from models.params import RunSummary
 from strataflow.commands.common import UserError
 from strataflow.config import Settings
 
@@ -80,7 +81,8 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
     """Generate the sample into out once; later runs reuse it (the marker keeps its date range)."""
     marker = out / MARKER
     if marker.exists():
-        return json.loads(marker.read_text())
+        kept: dict[str, str] = json.loads(marker.read_text())
+        return kept
     try:
         from strataflow.demo import sample
     except ImportError:
@@ -94,34 +96,22 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
     return info
 
 
-def run_flows(settings: Settings, out: Path, info: dict[str, str], step: Any) -> list[Any]:
+def run_flows(settings: Settings, out: Path, info: dict[str, str], step: Any) -> list[RunSummary]:
     """The backfill over the sample, then the assets flow, through Prefect; a failed run stops the demo."""
     from models.params import AssetsParams, BackfillParams
-    from strataflow.ops.flow_runner import load_flow, prefect_environment, with_runner
+    from strataflow.ops.flow_runner import run_flow
 
-    prefect_environment(settings)
-    backfill = with_runner(load_flow("backfill"), settings)
-    assets = with_runner(load_flow("assets"), settings)
     step("backfill flow over the sample (Prefect starts a temporary API; the model loads once)")
     params = BackfillParams(
         start=date.fromisoformat(info["start"]), end=date.fromisoformat(info["end"]), paths=[str(out)]
     )
-    summaries = [_result(backfill(params, return_state=True), "backfill")]
+    summaries = [run_flow(settings, "backfill", params)]
     namespace = _demo_namespace(settings)
     step(f"assets flow over {out / 'assets'} (namespace {namespace})")
     summaries.append(
-        _result(
-            assets(AssetsParams(paths=[str(out / "assets")], namespace=namespace), return_state=True),
-            "assets",
-        )
+        run_flow(settings, "assets", AssetsParams(paths=[str(out / "assets")], namespace=namespace))
     )
     return summaries
-
-
-def _result(state: Any, name: str) -> Any:
-    if not state.is_completed():
-        raise UserError(f"the demo's {name} run ended {state.name}: {state.message}")
-    return state.result()
 
 
 def _demo_namespace(settings: Settings) -> str:
@@ -131,7 +121,7 @@ def _demo_namespace(settings: Settings) -> str:
         return conn.execute(SELECT_NAMESPACE).scalar() or "demo"
 
 
-def describe(conn: Connection, settings: Settings, summaries: list[Any]) -> str:
+def describe(conn: Connection, settings: Settings, summaries: list[RunSummary]) -> str:
     """The text the demo prints: layers, a Chinese profile, a report excerpt, a context block, next steps."""
     from strataflow.memory.profiles import summarize
     from strataflow.retrieval.context import build_context

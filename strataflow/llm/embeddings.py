@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
+from strataflow.llm import lazy
 from strataflow.textsearch import content_hash
 
 logger = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ class LiteLLMEmbedder:
         return _normalised(np.vstack(parts))
 
     def _encode_batch(self, batch: list[str]) -> np.ndarray:
-        litellm = _litellm()
+        litellm = lazy.litellm()
         transient = (
             litellm.RateLimitError,
             litellm.Timeout,
@@ -203,13 +204,6 @@ class LiteLLMEmbedder:
 
 def _field(item: Any, name: str) -> Any:
     return item[name] if isinstance(item, dict) else getattr(item, name)
-
-
-def _litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm
 
 
 def _openai_error() -> type[Exception]:

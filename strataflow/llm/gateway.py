@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
+from strataflow.llm import lazy
 
 logger = logging.getLogger(__name__)
 
@@ -116,15 +117,6 @@ def _semaphore(limit: int) -> threading.BoundedSemaphore:
         return _SEMAPHORES[limit]
 
 
-def _litellm() -> Any:
-    """Import litellm lazily (slow import), with the local cost map, and the offline provider registered."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    return litellm
-
-
 def _register_offline() -> None:
     from strataflow.llm.offline import register_offline_provider
 
@@ -149,6 +141,20 @@ def scrub_secrets(message: str) -> str:
     for pattern in SECRET_PATTERNS:
         message = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "***", message)
     return message[:ERROR_CHARS]
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """The errors of an invalid model output without the values they are about (pydantic's text quotes the
+    output, which holds user text): field path, message and type only. A message from one of our own
+    validators may quote its value, so its quoted parts are dropped too."""
+    parts = []
+    for error in exc.errors(include_input=False, include_url=False, include_context=False):
+        where = ".".join(str(part) for part in error["loc"]) or "output"
+        message = error["msg"]
+        if error["type"] in ("value_error", "assertion_error"):
+            message = re.sub(r"'[^']*'|\"[^\"]*\"", "…", message)
+        parts.append(f"{where}: {message} [{error['type']}]")
+    return f"{exc.error_count()} validation error(s) for {exc.title}: " + "; ".join(parts)
 
 
 def parse_output(content: str, schema: type[T]) -> T:
@@ -256,7 +262,7 @@ class LLMGateway:
         self, call: _Call, messages: list[dict[str, Any]], schema: type[BaseModel], attempt: list[int]
     ) -> _Reply:
         """Send until a reply arrives (valid or not); retry 429, 5xx and timeouts with exponential backoff."""
-        litellm = _litellm()
+        litellm = lazy.litellm()
         retryable = (
             (litellm.RateLimitError, "rate_limited"),
             (litellm.Timeout, "timeout"),  # before APIConnectionError: Timeout is a subclass of it
@@ -290,7 +296,7 @@ class LLMGateway:
                 parsed: BaseModel | None = parse_output(content, schema)
                 error = None
             except ValidationError as exc:
-                parsed, error = None, scrub_secrets(str(exc))
+                parsed, error = None, scrub_secrets(describe_validation_error(exc))
             prompt_tokens, completion_tokens = self._usage(litellm, call.model, messages, content, response)
             self._record(
                 call,

@@ -22,12 +22,12 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
+from models import vocabulary
 from models.common import MemoryKind
 from strataflow.memory import store
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
-KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 ITEM_COLUMNS = """
     mi.item_id, mi.namespace, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.value, mi.statement,
     mi.category, mi.importance, mi.confidence, mi.status, mi.source, mi.version, mi.valid_from,
@@ -73,7 +73,7 @@ SELECT_VERSIONS = text(
     select version, action, value, statement, category, importance, confidence, status, source, valid_from,
         valid_to, recorded_at, superseded_at, run_id, model, note
     from memory_item_versions
-    where item_id = :item_id
+    where item_id = :item_id and namespace = :namespace
     order by recorded_at, version_id
     """
 )
@@ -149,13 +149,9 @@ def normalize_kind(kind: str) -> str:
 
 
 def normalize_key(key: str) -> str:
-    """snake_case key: 'Job Title' -> job_title; raises ValueError naming the field when nothing is left."""
-    name = re.sub(r"[^a-z0-9]+", "_", key.strip().lower()).strip("_")
-    if not KEY_PATTERN.match(name):
-        raise ValueError(
-            f"memory key {key!r}: use lower snake_case letters and digits starting with a letter"
-        )
-    return name
+    """snake_case key: 'Job Title' -> job_title, 'currentJobTitle' -> job_title (models.vocabulary's one
+    normaliser); raises ValueError naming the field when nothing is left."""
+    return vocabulary.normalize_key(key)
 
 
 def save_memory(
@@ -302,9 +298,11 @@ def search_memories(
     return hits
 
 
-def memory_history(conn: Connection, item_id: int) -> list[MemoryVersion]:
-    """Every version of an item, oldest first (valid_from/valid_to, recorded_at/superseded_at)."""
-    return [MemoryVersion(**row) for row in conn.execute(SELECT_VERSIONS, {"item_id": item_id}).mappings()]
+def memory_history(conn: Connection, namespace: str, item_id: int) -> list[MemoryVersion]:
+    """Every version of an item of namespace, oldest first (valid_from/valid_to, recorded_at/superseded_at);
+    empty when the item is not in namespace."""
+    params = {"item_id": item_id, "namespace": namespace}
+    return [MemoryVersion(**row) for row in conn.execute(SELECT_VERSIONS, params).mappings()]
 
 
 def _scope(

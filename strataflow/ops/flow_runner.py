@@ -1,4 +1,5 @@
-"""Running the flows from the CLI: Prefect's environment, loading a flow, the task runner, one run.
+"""The one way to run a flow in this process: Prefect's environment, loading a flow and its parameter model,
+the task runner, one run (`run_flow`, used by `strataflow run` and the demo).
 
 Prefect is imported only inside these functions so the CLI starts fast.
 """
@@ -11,10 +12,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from models.params import AssetsParams, BackfillParams, NightlyParams, RunSummary, WeeklyParams
 from strataflow.commands.common import UserError
 from strataflow.config import Settings
 
-FLOWS = ("nightly", "weekly", "assets", "backfill")
+PARAMS: dict[str, type[BaseModel]] = {
+    "nightly": NightlyParams,
+    "weekly": WeeklyParams,
+    "assets": AssetsParams,
+    "backfill": BackfillParams,
+}
+FLOWS = tuple(PARAMS)
 STAGE_OWNERS = {
     "tasks.ingest": "ingest (tasks/ingest.py)",
     "tasks.embed": "embedding (tasks/embed.py)",
@@ -66,7 +74,7 @@ def task_runner(settings: Settings) -> Any | None:
     if settings.task_runner != "dask":
         return None
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask.task_runners import DaskTaskRunner
     except ImportError:
         raise UserError("STRATAFLOW_TASK_RUNNER=dask needs prefect-dask: pip install -e '.[dask]'") from None
     if settings.dask_address:
@@ -94,8 +102,17 @@ def build_params(model: type[BaseModel], values: dict[str, Any]) -> BaseModel:
         raise UserError(f"invalid parameters: {problems}") from None
 
 
-def run_flow(settings: Settings, name: str, params: BaseModel) -> Any:
-    """Run one flow in this process against the configured Prefect API (ephemeral when none is set)."""
+class FlowRunFailed(UserError):
+    """A flow run ended in a state other than Completed; the message has Prefect's state message."""
+
+
+def run_flow(settings: Settings, name: str, params: BaseModel) -> RunSummary:
+    """Run one flow in this process against the configured Prefect API (ephemeral when none is set) and
+    return its summary; a run that does not complete raises FlowRunFailed."""
     prefect_environment(settings)
     flow = with_runner(load_flow(name), settings)
-    return flow(params)
+    state = flow(params, return_state=True)
+    if not state.is_completed():
+        raise FlowRunFailed(f"the {name} run ended {state.name}: {state.message or 'see the Prefect log'}")
+    summary: RunSummary = state.result()
+    return summary

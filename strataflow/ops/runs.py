@@ -1,12 +1,42 @@
-"""pipeline_runs: one row per flow run or CLI stage run, with its counts and final state."""
+"""The run recorder: one pipeline_runs row per flow run or CLI stage run, with its counts and final state.
+
+Every way of running work records it here: the flows (tasks/bookkeeping.py's begin-run and finish-run tasks
+call start_run and finish_run; the flows' failure hook calls fail_flow_run), the CLI commands and a
+stand-alone ingest (record_run). The final state follows one policy (run_status):
+
+- failed: the work raised, or an LLM stage attempted units and every one of them failed;
+- completed_with_errors: some units of an LLM stage failed, the others were done;
+- budget_stopped: the LLM budget ran out (clean stop; the next run resumes);
+- completed: everything asked was done (quarantined records are counted, not failures).
+
+Errors that name a scope name it by `scope_ref` (namespace and a short sha256 of namespace + subject id,
+the hash `strataflow forget` reports), never by the subject id: pipeline_runs must not keep a trace of a
+forgotten subject.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import uuid
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from sqlalchemy import Engine, text
+
+from models.results import LLMStageResult
+
+R = TypeVar("R")
+
+COMPLETED = "completed"
+COMPLETED_WITH_ERRORS = "completed_with_errors"
+BUDGET_STOPPED = "budget_stopped"
+FAILED = "failed"
+ERROR_CHARS = 2000
+# Result fields that name subjects: kept in the result (the CLI prints them), never written to pipeline_runs.
+PRIVATE_FIELDS = frozenset({"manual_conflicts", "errors", "run_id"})
 
 INSERT_RUN = text(
     """
@@ -21,6 +51,72 @@ FINISH_RUN = text(
     where run_id = :run_id
     """
 )
+FAIL_FLOW_RUN = text(
+    """
+    update pipeline_runs
+    set status = 'failed', error = :error, finished_at = now()
+    where prefect_flow_run_id = :flow_run_id and status = 'running'
+    """
+)
+
+
+class StageFailed(RuntimeError):
+    """Every unit an LLM stage attempted failed: the task raises this so its flow run fails."""
+
+
+def scope_ref(namespace: str, subject_id: str) -> str:
+    """How run records and logs name a scope: the namespace and sha256(namespace NUL subject_id)[:12]."""
+    digest = hashlib.sha256(f"{namespace}\x00{subject_id}".encode()).hexdigest()
+    return f"{namespace}/sha256:{digest[:12]}"
+
+
+def stage_logger(name: str) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """Prefect's run logger inside a flow or task run (its lines show in the run's log in the UI), else the
+    module's logger."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(name)
+
+
+def raise_if_all_failed(result: LLMStageResult, stage: str) -> None:
+    """The task-level half of the failure policy: a stage whose every attempted unit failed raises."""
+    if result.all_failed():
+        raise StageFailed(
+            f"{stage}: all {result.units_failed} unit(s) failed: " + "; ".join(result.errors)[:ERROR_CHARS]
+        )
+
+
+def _fields(result: Any) -> Mapping[str, Any]:
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    return result if isinstance(result, Mapping) else {}
+
+
+def run_status(results: Iterable[Any]) -> str:
+    """The final state of a run from its stage results (models or their dumped dicts)."""
+    results = list(results)
+    if any(isinstance(r, LLMStageResult) and r.all_failed() for r in results):
+        return FAILED
+    fields = [_fields(r) for r in results]
+    if any(f.get("units_failed") or f.get("errors") for f in fields):
+        return COMPLETED_WITH_ERRORS
+    if any(f.get("budget_stopped") for f in fields):
+        return BUDGET_STOPPED
+    return COMPLETED
+
+
+def stage_errors(results: Iterable[Any]) -> list[str]:
+    """The errors the stage results carry (scopes named by hash), in order."""
+    return [str(error) for result in results for error in (_fields(result).get("errors") or [])]
+
+
+def run_counts(result: Any) -> dict[str, Any]:
+    """What pipeline_runs.counts keeps of a result: its fields less the ones that name subjects."""
+    return {key: value for key, value in _fields(result).items() if key not in PRIVATE_FIELDS}
 
 
 def start_run(
@@ -53,7 +149,7 @@ def finish_run(
     counts: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> None:
-    """Close a run: completed, failed or budget_stopped, with its counts."""
+    """Close a run with one of the final states (module docstring) and its counts."""
     with engine.begin() as conn:
         conn.execute(
             FINISH_RUN,
@@ -61,6 +157,32 @@ def finish_run(
                 "run_id": run_id,
                 "status": status,
                 "counts": json.dumps(counts or {}, default=str),
-                "error": error,
+                "error": error[:ERROR_CHARS] if error else None,
             },
         )
+
+
+def fail_flow_run(engine: Engine, prefect_flow_run_id: str | uuid.UUID, error: str) -> None:
+    """Close the still-running row of a Prefect flow run as failed (the flows' failure and crash hook)."""
+    with engine.begin() as conn:
+        conn.execute(FAIL_FLOW_RUN, {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS]})
+
+
+def record_run(
+    engine: Engine,
+    flow: str,
+    parameters: dict[str, Any],
+    namespace: str | None,
+    work: Callable[[uuid.UUID], R],
+) -> R:
+    """Run work(run_id) inside a pipeline_runs row: closed with the result's state and counts, or failed
+    with the error when work raises (the exception goes on)."""
+    run_id = start_run(engine, flow, parameters, namespace)
+    try:
+        result = work(run_id)
+    except BaseException as exc:
+        finish_run(engine, run_id, FAILED, error=f"{exc.__class__.__name__}: {exc}")
+        raise
+    errors = "; ".join(stage_errors([result])) or None
+    finish_run(engine, run_id, run_status([result]), run_counts(result), errors)
+    return result

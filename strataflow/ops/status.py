@@ -1,4 +1,8 @@
-"""`strataflow status`: what the pipeline has done and what is waiting, read from the operations tables."""
+"""`strataflow status`: what the pipeline has done and what is waiting, read from the operations tables.
+
+The last run of each flow shows its final state as pipeline_runs has it (completed, completed_with_errors,
+budget_stopped, failed, or running), its failed LLM units and its error text (scopes named by hash).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 
 WATERMARK_LIMIT = 40
+ERROR_CHARS = 300
 
 SELECT_WATERMARKS = text(
     """
@@ -20,16 +25,25 @@ SELECT_WATERMARKS = text(
              where w.position is not null and m.namespace = w.namespace and m.subject_id = w.scope
                and m.ingest_seq > w.position) as lag_messages
     from watermarks w
+    where cast(:namespace as text) is null or w.namespace = cast(:namespace as text)
     order by lag_messages desc, w.stage, w.namespace, w.scope
     limit :limit
     """
 )
-COUNT_WATERMARKS = text("select count(*) from watermarks")
+COUNT_WATERMARKS = text(
+    """
+    select count(*) from watermarks
+    where cast(:namespace as text) is null or namespace = cast(:namespace as text)
+    """
+)
 SELECT_LAST_RUNS = text(
     """
     select distinct on (r.flow) r.flow, r.status, r.started_at, r.finished_at, r.prefect_flow_run_id, r.error,
-           (select count(*) from pipeline_runs a where a.flow = r.flow) as runs
+           coalesce((r.counts ->> 'units_failed')::int, 0) as units_failed,
+           (select count(*) from pipeline_runs a
+             where a.flow = r.flow and a.namespace is not distinct from r.namespace) as runs
     from pipeline_runs r
+    where cast(:namespace as text) is null or r.namespace = cast(:namespace as text)
     order by r.flow, r.started_at desc
     """
 )
@@ -46,6 +60,7 @@ SELECT_QUARANTINE_RATE = text(
            coalesce(r.count_quarantined, 0) as quarantined
     from accepted a
     full join rejected r on r.namespace = a.namespace
+    where cast(:namespace as text) is null or coalesce(a.namespace, r.namespace) = cast(:namespace as text)
     order by 1
     """
 )
@@ -57,6 +72,7 @@ SELECT_DUE_PARTITIONS = text(
            min(m.expires_at) as first_expires_at
     from conversation_messages m
     where m.expires_at <= now() + interval '7 days'
+      and (cast(:namespace as text) is null or m.namespace = cast(:namespace as text))
     group by 1
     order by 1
     """
@@ -71,17 +87,21 @@ class PipelineStatus(BaseModel):
     due_partitions: list[dict[str, Any]]
 
 
-def collect(settings: Settings) -> PipelineStatus:
-    """Read the pipeline's state in one transaction."""
+def collect(settings: Settings, namespace: str | None = None) -> PipelineStatus:
+    """Read the pipeline's state in one transaction (of one namespace, when given; runs that span every
+    namespace are then left out)."""
+    scope = {"namespace": namespace}
     with engine_for(settings).connect() as conn:
+
+        def rows(statement: Any, **extra: Any) -> list[dict[str, Any]]:
+            return [dict(r) for r in conn.execute(statement, {**scope, **extra}).mappings()]
+
         return PipelineStatus(
-            watermarks=[
-                dict(r) for r in conn.execute(SELECT_WATERMARKS, {"limit": WATERMARK_LIMIT}).mappings()
-            ],
-            watermark_total=conn.execute(COUNT_WATERMARKS).scalar_one(),
-            last_runs=[dict(r) for r in conn.execute(SELECT_LAST_RUNS).mappings()],
-            quarantine=[dict(r) for r in conn.execute(SELECT_QUARANTINE_RATE).mappings()],
-            due_partitions=[dict(r) for r in conn.execute(SELECT_DUE_PARTITIONS).mappings()],
+            watermarks=rows(SELECT_WATERMARKS, limit=WATERMARK_LIMIT),
+            watermark_total=conn.execute(COUNT_WATERMARKS, scope).scalar_one(),
+            last_runs=rows(SELECT_LAST_RUNS),
+            quarantine=rows(SELECT_QUARANTINE_RATE),
+            due_partitions=rows(SELECT_DUE_PARTITIONS),
         )
 
 
@@ -93,11 +113,13 @@ def render(status: PipelineStatus) -> str:
     """Plain-text tables for the terminal."""
     lines = ["Last run per flow:"]
     for run in status.last_runs:
-        error = f"  error: {run['error'][:80]}" if run["error"] else ""
+        failed = f", {run['units_failed']} failed unit(s)" if run["units_failed"] else ""
         lines.append(
-            f"  {run['flow']:12} {run['status']:15} started {_when(run['started_at'])}"
-            f"  finished {_when(run['finished_at'])}  ({run['runs']} runs){error}"
+            f"  {run['flow']:12} {run['status']:21} started {_when(run['started_at'])}"
+            f"  finished {_when(run['finished_at'])}  ({run['runs']} runs{failed})"
         )
+        if run["error"]:
+            lines.append(f"      error: {run['error'][:ERROR_CHARS]}")
     if not status.last_runs:
         lines.append("  no runs yet (strataflow run nightly, or strataflow demo)")
     shown = len(status.watermarks)

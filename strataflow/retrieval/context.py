@@ -27,7 +27,6 @@ Each piece carries its provenance: layer, ids, score and time. Reads never filte
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from typing import Any, Literal
 
@@ -35,6 +34,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
+from strataflow.llm.prompt_blocks import escape_json, escape_markup
 from strataflow.retrieval.query_intent import Intent, classify_intent, key_hints
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 from strataflow.timeutil import day_bounds
@@ -160,10 +160,9 @@ class ContextResult(BaseModel):
 
 def count_tokens(value: str) -> int:
     """Tokens of value as the budget counts them: litellm.token_counter with its default tokenizer."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import (as llm.py)
-    import litellm
+    from strataflow.llm import lazy
 
-    return int(litellm.token_counter(text=value))
+    return int(lazy.litellm().token_counter(text=value))
 
 
 def build_context(
@@ -403,13 +402,14 @@ def _render_piece(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
             "source_message_ids": piece.source_message_ids, "score": piece.score, "event_at": when,
             "label": piece.label, "text": piece.text,
         }  # fmt: skip
-        return json.dumps(record, ensure_ascii=False)
+        return escape_json(json.dumps(record, ensure_ascii=False))
     ident = "+".join(str(i) for i in piece.ids)
-    what = f"{piece.kind}:{piece.label}" if piece.label else piece.kind
+    what = f"{piece.kind}:{escape_markup(piece.label)}" if piece.label else piece.kind
     provenance = f"{piece.layer} {what} id={ident} score={piece.score:g}" + (f" at={when}" if when else "")
     if piece.source_message_ids and piece.layer != "L1":
         provenance += " from=" + ",".join(str(i) for i in piece.source_message_ids[:5])
-    return f"- [{provenance}] {piece.text.replace(chr(10), chr(10) + '  ')}\n"
+    # User text is data: it cannot close <memory-context> or open a marker (escape_markup).
+    return f"- [{provenance}] {escape_markup(piece.text).replace(chr(10), chr(10) + '  ')}\n"
 
 
 def _clip(value: str, limit: int) -> str:

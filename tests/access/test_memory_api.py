@@ -48,7 +48,7 @@ def test_save_update_delete_round_trip_keeps_every_version(conn: Connection, nam
     assert get_memory(conn, namespace, "u1", kind="fact", key="age") is None
     assert get_memory(conn, namespace, "u1", kind="fact", key="age", include_deleted=True) is not None
 
-    history = memory_history(conn, saved.item.item_id)
+    history = memory_history(conn, namespace, saved.item.item_id)
     assert [(v.version, v.action, v.value, v.source) for v in history] == [
         (1, "new", 30, "manual"),
         (2, "content_modified", 31, "manual"),
@@ -62,7 +62,7 @@ def test_unchanged_save_writes_no_new_version(conn: Connection, namespace: str) 
     first = save_memory(conn, namespace, "u1", "preference", "contact_channel", "wechat", "prefers WeChat")
     again = save_memory(conn, namespace, "u1", "preference", "contact_channel", "wechat", "prefers WeChat")
     assert (first.action, again.action) == ("new", "unchanged")
-    assert len(memory_history(conn, first.item.item_id)) == 1
+    assert len(memory_history(conn, namespace, first.item.item_id)) == 1
 
 
 def test_seed_003_types_map_to_kinds_and_bad_input_names_the_field(conn: Connection, namespace: str) -> None:

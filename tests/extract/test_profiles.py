@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from models.vocabulary import PROFILE_KEYS
 from strataflow.memory.profiles import (
     build_profile_documents,
     get_profile,
@@ -59,7 +60,7 @@ def test_summarize_groups_sections_scores_completeness_and_narrates(conn):
     assert summary.immigration == {"target_programs": ["QMAS"]} and summary.family == {
         "marital_status": "已婚"
     }
-    assert summary.completeness == round(100 * 10 / 29)
+    assert summary.completeness == round(100 * 10 / len(PROFILE_KEYS))
     assert "浙江大学" in summary.narrative and "800000" in summary.narrative
     empty = summarize(conn, "pf", "nobody")
     assert (empty.completeness, empty.basic) == (0, {})

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import date
+import json
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from models.params import NightlyParams, WeeklyParams
 from strataflow.config import Settings
 from tasks.bookkeeping import count_run, date_in_name, merge_results, plan_days, plan_weeks
 
+SELECT_RUN = text("select parameters, counts from pipeline_runs where run_id = :run_id")
+SELECT_CONTENTS = text("select content from conversation_messages where namespace = :ns")
 NO_FIGURES = {
     "llm_calls": 0,
     "llm_tokens": 0,
@@ -23,6 +26,19 @@ NO_FIGURES = {
     "insights_written": 0,
     "assets_ingested": 0,
 }
+
+
+def _write_message(path: Path, message_id: str, content: str, day: date) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "conversation_id": "c1",
+        "subject_id": "s1",
+        "source_message_id": message_id,
+        "role": "user",
+        "content": content,
+        "created_at": datetime.combine(day, time(9), tzinfo=UTC).isoformat(),
+    }
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize(
@@ -108,6 +124,7 @@ def test_counts_come_from_stage_results_and_a_budget_stop_anywhere_marks_the_run
         "rows_embedded": 11,
         "encodes": 9,
         "rows_expired": 5,
+        "units_failed": 0,
         "budget_stopped": True,
     }
 
@@ -117,14 +134,60 @@ def test_parameter_models_refuse_bad_values_by_name() -> None:
         WeeklyParams(week_start=date(2024, 3, 6))
     with pytest.raises(ValueError, match="namespace"):
         NightlyParams(namespace="bad name; drop table")
-    assert NightlyParams().run_date is None  # resolved at run time, never frozen into a deployment
 
 
-def test_status_reports_runs_watermarks_quarantine_and_due_partitions(
-    settings: Settings, engine: Engine
+def test_the_nightly_resolves_its_logical_date_and_reads_that_days_inbox_files_only(
+    prefect_harness: None,
+    engine: Engine,
+    namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from strataflow.ops import status
+    from flows.nightly import nightly
 
-    report = status.render(status.collect(settings))
-    for heading in ("Last run per flow:", "Watermarks", "Quarantine rate per namespace:", "due to expire"):
-        assert heading in report
+    yesterday = datetime.now(UTC).date() - timedelta(days=1)
+    inbox = tmp_path / "inbox"
+    files = {
+        f"chat-{yesterday}.jsonl": "I moved to Lisbon last week.",  # the run's day: read
+        f"chat-{yesterday - timedelta(days=3)}.jsonl": "I prefer tea over coffee.",  # another day: waits
+        "export.jsonl": "We decided to ship on Friday.",  # undated: read every night
+    }
+    for number, (name, content) in enumerate(files.items()):
+        _write_message(inbox / name, f"{namespace}-{number}", content, yesterday)
+    monkeypatch.setenv("STRATAFLOW_INBOX_DIR", str(inbox))  # what the flow's load_settings reads
+
+    state = nightly(NightlyParams(namespace=namespace), return_state=True)
+
+    assert state.is_completed(), state.message
+    summary = state.result()
+    assert (summary.run_date, summary.counts.rows_inserted) == (yesterday, 2)
+    with engine.connect() as conn:
+        run = conn.execute(SELECT_RUN, {"run_id": summary.run_id}).mappings().one()
+        contents = sorted(conn.execute(SELECT_CONTENTS, {"ns": namespace}).scalars())
+    assert run["parameters"]["run_date"] == run["counts"]["run_date"] == yesterday.isoformat()
+    assert contents == ["I moved to Lisbon last week.", "We decided to ship on Friday."]
+
+
+def test_status_shows_a_namespaces_last_runs_with_their_errors_watermarks_and_quarantine(
+    settings: Settings, engine: Engine, namespace: str, tmp_path: Path
+) -> None:
+    from strataflow.ops import runs, status
+    from tasks.ingest import ingest_logs
+
+    path = tmp_path / "day.jsonl"
+    _write_message(path, "m1", "We ship on Friday.", date(2024, 3, 5))
+    with path.open("a", encoding="utf-8") as out:
+        out.write('{"conversation_id": "c1", "role": "user"}\n')  # no subject, id, content or time
+    ingest_logs(settings, [path], namespace=namespace, progress=False)
+    run_id = runs.start_run(engine, "weekly", {}, namespace)
+    runs.finish_run(engine, run_id, "completed_with_errors", {"units_failed": 2}, "acme/sha256:0123: timeout")
+
+    report = status.render(status.collect(settings, namespace))
+
+    lines = report.splitlines()
+    weekly = next(line.split() for line in lines if line.strip().startswith("weekly"))
+    ingest = next(line.split() for line in lines if line.strip().startswith("ingest"))
+    assert (weekly[1], ingest[1]) == ("completed_with_errors", "completed")
+    assert "(1 runs, 2 failed unit(s))" in report and "error: acme/sha256:0123: timeout" in report
+    assert f"{namespace:20} 1 of 2 records (50.0%)" in report  # the quarantine rate of this namespace
+    assert any(line.split()[:2] == ["ingest", namespace] for line in lines)  # its file watermark

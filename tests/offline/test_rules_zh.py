@@ -153,7 +153,6 @@ def test_stated_facts_are_extracted(text: str, expected: dict[str, Any]) -> None
         ("我是杭州人", {"name", "location"}),  # a hometown, neither a name nor the current city
         ("你们的服务真的很专业", {"major"}),  # 很专业 is praise, not a major
         ("我想了解一下优才的条件", {"target_programs"}),  # asking about a program is not choosing it
-        ("目前年包大概120个", {"annual_income"}),  # slang unit (个 = 万) we cannot read: nothing, never 120
         ("我在平安做了6年精算师", {"status_u5728_u5e73u5b89"}),  # years worked are not a progress figure
         ("我有两个孩子，大的8岁", {"age"}),  # the older child's age
         ("白天不太方便接电话", {"feedback_general"}),  # a constraint, not an opinion of a product

@@ -4,10 +4,14 @@
   full English name (MIT -> Massachusetts Institute of Technology). Full names pass through unchanged.
 - Cities: nicknames and abbreviations map to the city's usual name (魔都 -> 上海, NYC -> New York).
 - Immigration programs, named in Chinese or English, map to their official abbreviations
-  (优才 -> QMAS, 高才通 -> TTPS, 专才 -> ASMTP, IANG, 投资移民 -> CIES).
+  (优才 -> QMAS, 高才通 -> TTPS, 专才 -> ASMTP, IANG, 投资移民 -> CIES, 科技人才入境计划 -> TECHTAS: seed
+  000's category enum spells it TECHTAS, so the value and the item's category agree).
 
-Only well-known, unambiguous abbreviations are listed; an ambiguous one (交大, 中大, 科大) is left out on
-purpose, because a wrong full name is worse than none. Add entries here, never in the rules.
+Only well-known abbreviations are listed. A few common ones are ambiguous and resolved by the words
+around them (AMBIGUOUS_ZH): 交大 is 上海交通大学 unless 西安 / 北京 / 西南 names another, 中大 is
+香港中文大学 (the Hong Kong reading) unless 广州 / 广东 / 中山 points to 中山大学. A Chinese abbreviation
+never matches inside a longer name (南大 in 湖南大学, 中大 in 中大型). Add entries here, never in the
+rules. Technologies may carry a version ("PostgreSQL 16", "Python 3.11", "Vue3" -> "Vue 3"); see tech_in.
 """
 
 from __future__ import annotations
@@ -34,7 +38,30 @@ UNIVERSITIES_ZH: dict[str, str] = {
     "剑桥": "剑桥大学", "帝国理工": "帝国理工学院", "多大": "多伦多大学", "墨大": "墨尔本大学",
     "悉大": "悉尼大学", "港浸会": "香港浸会大学", "浸大": "香港浸会大学", "北交": "北京交通大学",
     "北交大": "北京交通大学", "东北大": "东北大学", "重大": "重庆大学", "湖大": "湖南大学",
+    "港城市": "香港城市大学", "岭南": "岭南大学", "教大": "香港教育大学", "都大": "香港都会大学",
+    "港中深": "香港中文大学（深圳）", "港科广": "香港科技大学（广州）", "上科大": "上海科技大学",
+    "国科大": "中国科学院大学", "北科大": "北京科技大学", "华理": "华东理工大学", "西工大": "西北工业大学",
+    "南航": "南京航空航天大学", "南理工": "南京理工大学", "哈工深": "哈尔滨工业大学（深圳）",
+    "中农": "中国农业大学", "苏大": "苏州大学", "暨大": "暨南大学", "华政": "华东政法大学",
+    "中财": "中央财经大学", "西南交大": "西南交通大学", "中传": "中国传媒大学",
+    "北大医学部": "北京大学医学部",
+    "新大": "新加坡国立大学", "宾大": "宾夕法尼亚大学", "康奈尔": "康奈尔大学", "卡梅": "卡内基梅隆大学",
+    "卡内基梅隆": "卡内基梅隆大学", "伯克利": "加州大学伯克利分校", "伦敦政经": "伦敦政治经济学院",
+    "伦敦大学学院": "伦敦大学学院", "爱丁堡": "爱丁堡大学", "曼大": "曼彻斯特大学", "华威": "华威大学",
+    "新南威尔士": "新南威尔士大学", "新南": "新南威尔士大学", "莫纳什": "蒙纳士大学", "蒙纳士": "蒙纳士大学",
+    "麦吉尔": "麦吉尔大学", "滑铁卢": "滑铁卢大学", "约翰霍普金斯": "约翰斯·霍普金斯大学", "杜克": "杜克大学",
+    "普林斯顿": "普林斯顿大学", "耶鲁": "耶鲁大学", "芝大": "芝加哥大学", "东大": "东京大学",
+    "交大": "上海交通大学", "中大": "香港中文大学",
 }
+# Ambiguous abbreviations: (alias, a pattern of the words that point elsewhere, the other full name).
+AMBIGUOUS_ZH: tuple[tuple[str, str, str], ...] = (
+    ("交大", "西安", "西安交通大学"),
+    ("交大", "北京|北交", "北京交通大学"),
+    ("交大", "西南|成都", "西南交通大学"),
+    ("中大", "广州|广东|中山|珠海", "中山大学"),
+    ("东大", "南京|东南", "东南大学"),
+    ("东大", "沈阳|东北", "东北大学"),
+)
 
 UNIVERSITIES_EN: dict[str, str] = {
     "MIT": "Massachusetts Institute of Technology", "CMU": "Carnegie Mellon University",
@@ -59,7 +86,24 @@ UNIVERSITIES_EN: dict[str, str] = {
     "USTC": "University of Science and Technology of China", "Duke": "Duke University",
     "Wharton": "The Wharton School of the University of Pennsylvania", "INSEAD": "INSEAD",
     "HBS": "Harvard Business School", "LBS": "London Business School",
-    "Kellogg": "Kellogg School of Management",
+    "Kellogg": "Kellogg School of Management", "HKBU": "Hong Kong Baptist University",
+    "EdUHK": "The Education University of Hong Kong", "HKMU": "Hong Kong Metropolitan University",
+    "Lingnan": "Lingnan University", "KCL": "King's College London", "Edinburgh": "University of Edinburgh",
+    "UNSW": "University of New South Wales", "Monash": "Monash University",
+    "UniMelb": "University of Melbourne", "USyd": "University of Sydney", "McGill": "McGill University",
+    "Waterloo": "University of Waterloo", "UWaterloo": "University of Waterloo",
+    "JHU": "Johns Hopkins University", "Johns Hopkins": "Johns Hopkins University",
+    "UChicago": "University of Chicago", "Northwestern": "Northwestern University",
+    "UW": "University of Washington", "Purdue": "Purdue University",
+    "UCSB": "University of California, Santa Barbara", "UCI": "University of California, Irvine",
+    "TUM": "Technical University of Munich", "EPFL": "EPFL", "KAIST": "KAIST",
+    "SNU": "Seoul National University", "NTHU": "National Tsing Hua University",
+    "SMU": "Singapore Management University", "Warwick": "University of Warwick",
+    "Manchester": "University of Manchester", "HIT": "Harbin Institute of Technology",
+    "CUHK-Shenzhen": "The Chinese University of Hong Kong, Shenzhen",
+    "CUHKSZ": "The Chinese University of Hong Kong, Shenzhen", "BUAA": "Beihang University",
+    "Peking": "Peking University", "Jiao Tong": "Shanghai Jiao Tong University",
+    "Zhejiang": "Zhejiang University",
 }
 
 CITIES_ZH: dict[str, str] = {
@@ -99,8 +143,8 @@ PROGRAMS: dict[str, str] = {
     "Immigration Arrangements for Non-local Graduates": "IANG", "IANG": "IANG",
     "新资本投资者入境计划": "CIES", "资本投资者入境计划": "CIES", "投资移民": "CIES", "资本投资者": "CIES",
     "Capital Investment Entrant Scheme": "CIES", "New Capital Investment Entrant Scheme": "CIES",
-    "CIES": "CIES", "科技人才入境计划": "TechTAS", "Technology Talent Admission Scheme": "TechTAS",
-    "TechTAS": "TechTAS", "输入中国籍香港永久性居民第二代计划": "ASSPRC", "ASSPRC": "ASSPRC",
+    "CIES": "CIES", "科技人才入境计划": "TECHTAS", "Technology Talent Admission Scheme": "TECHTAS",
+    "TechTAS": "TECHTAS", "输入中国籍香港永久性居民第二代计划": "ASSPRC", "ASSPRC": "ASSPRC",
     "EB-5": "EB-5", "EB5": "EB-5", "EB-1A": "EB-1A", "NIW": "NIW", "H-1B": "H-1B", "H1B": "H-1B",
     "O-1": "O-1", "Express Entry": "Express Entry", "快速通道": "Express Entry",
 }
@@ -122,10 +166,25 @@ TECH_NAMES: tuple[str, ...] = (
     "NumPy", "Elasticsearch", "GraphQL", "Flutter", "Unity", "SAP", "Salesforce", "MATLAB", "Jenkins",
     "Ansible", "Grafana", "Prometheus", "Next.js", "Tailwind", "Webpack", "Vite", "Rails", "Laravel",
     ".NET", "Android", "iOS", "ClickHouse", "DuckDB", "Pinecone", "pgvector", "LangChain", "Stripe",
-    "Vercel", "Heroku", "Go", "Hive", "Flink",
+    "Vercel", "Heroku", "Go", "Hive", "Flink", "Node", "Spring Boot", "Nginx", "RabbitMQ", "Celery",
+    "Pydantic", "Ubuntu", "CentOS", "Debian", "Windows", "macOS", "JDK", "Oracle", "SQL Server", "Dart",
+    "Perl", "Julia", "Elixir", "Haskell", "Lua", "Bash", "PowerShell", "OpenShift", "Helm",
+    "Istio", "Consul", "Vault", "Nomad", "Cassandra", "DynamoDB", "Aurora", "Lambda", "Kibana", "Logstash",
+    "Splunk", "Datadog", "Sentry", "Jupyter", "scikit-learn", "Keras", "XGBoost", "LightGBM", "CUDA",
+    "OpenCV", "Hugging Face", "Transformers", "LlamaIndex", "Superset", "Metabase", "Redshift", "Trino",
+    "Presto", "Iceberg", "Delta Lake", "Nuxt", "Remix", "Express", "NestJS", "Gin", "Echo", "Laravel",
+    "Symfony", "Qt", "Electron", "React Native", "SwiftUI", "Jetpack Compose", "Xcode", "VS Code",
+    "IntelliJ", "PyCharm", "Vim", "Emacs", "Confluence", "Trello", "Asana", "Linear", "Airtable",
 )
 # fmt: on
-TECH_CANONICAL = {"postgres": "PostgreSQL", "k8s": "Kubernetes", "golang": "Go"}
+TECH_CANONICAL = {
+    "postgres": "PostgreSQL",
+    "k8s": "Kubernetes",
+    "golang": "Go",
+    "node": "Node.js",
+    "jdk": "Java",
+}
+
 
 _NOT_AFTER_LATIN = r"(?<![A-Za-z0-9])"
 _NOT_BEFORE_LATIN = r"(?![A-Za-z0-9])"
@@ -138,7 +197,15 @@ def _alternation(names: list[str], latin_bounded: bool) -> re.Pattern[str]:
     return re.compile(f"(?:{body})")
 
 
-UNIVERSITY_ZH_ALIAS = _alternation(list(UNIVERSITIES_ZH), latin_bounded=False)
+# A Chinese alias ending in 大 never runs into 学 / 型 (南大 in 湖南大学, 中大 in 中大型企业).
+UNIVERSITY_ZH_ALIAS = re.compile(
+    "(?:"
+    + "|".join(
+        re.escape(name) + ("(?![学型小])" if name.endswith("大") else "")
+        for name in sorted(UNIVERSITIES_ZH, key=len, reverse=True)
+    )
+    + ")"
+)
 UNIVERSITY_EN_ALIAS = _alternation(list(UNIVERSITIES_EN), latin_bounded=True)
 CITY_ZH = _alternation([*CITIES_ZH, *CITY_NAMES_ZH], latin_bounded=False)
 CITY_EN_ALIAS = _alternation(list(CITIES_EN), latin_bounded=True)
@@ -151,29 +218,45 @@ PROGRAM_PATTERN = re.compile(
 )
 
 
-TECH_PATTERN = re.compile(
-    "|".join(
-        # "Go" only capitalised (the verb "go" is not a language); the rest case-insensitive.
-        (
-            r"(?<![A-Za-z0-9])Go(?![A-Za-z0-9])"
-            if name == "Go"
-            else rf"(?i:(?<![A-Za-z0-9.]){re.escape(name)}(?![A-Za-z0-9+#]))"
-        )
-        for name in sorted(TECH_NAMES, key=len, reverse=True)
-    )
+# A version right after a name: "PostgreSQL 16", "Python 3.11", "Vue3", "Node v20"; never a count of
+# years, months or people ("Java 5年", "Python 3 years").
+VERSION = (
+    r"(?:\s?v?(?P<v{i}>\d{{1,4}}(?:\.\d{{1,4}}){{0,2}}(?:\.x)?)(?![\d.]*\s*(?:年|个|月|天|人|%|万|"
+    r"(?i:k\b|w\b|years?|yrs?|months?|days?|weeks?|hours?|people|times|engineers|devs|developers|users|"
+    r"servers|nodes|instances|services|GB|TB|MB|ms\b|s\b))))?"
 )
+_TECH_ORDER = sorted(TECH_NAMES, key=len, reverse=True)
+
+
+def _tech_alternative(name: str, index: int) -> str:
+    version = VERSION.format(i=index)
+    if name == "Go":  # capitalised only: the verb "go" is not a language
+        return rf"(?P<t{index}>(?<![A-Za-z0-9#+.])Go(?![A-Za-z+#])(?!\d*[A-Za-z]){version})"
+    return rf"(?P<t{index}>(?i:(?<![A-Za-z0-9.]){re.escape(name)}(?![A-Za-z+#])(?!\d*[A-Za-z])){version})"
+
+
+TECH_PATTERN = re.compile("|".join(_tech_alternative(name, i) for i, name in enumerate(_TECH_ORDER)))
 
 
 def tech_in(text: str) -> list[str]:
-    """The technologies named in text, canonical spelling, in order, without repeats."""
-    by_lower = {name.lower(): name for name in TECH_NAMES}
+    """The technologies named in text, canonical spelling, with their version when one follows the name
+    ("PostgreSQL 16", "Vue 3"), in order, without repeats."""
     found: list[str] = []
     for match in TECH_PATTERN.finditer(text):
-        word = match.group(0)
-        name = TECH_CANONICAL.get(word.lower()) or by_lower.get(word.lower(), word)
+        index = int((match.lastgroup or "t0")[1:])
+        listed = _TECH_ORDER[index]
+        name = TECH_CANONICAL.get(listed.lower(), listed)
+        version = match.group(f"v{index}")
+        if version:
+            name = f"{name} {version}"
         if name not in found:
             found.append(name)
     return found
+
+
+def versioned(names: list[str]) -> bool:
+    """Any of these technology names carries a version ("PostgreSQL 16"): the sentence is about tools."""
+    return any(re.search(r"\s\d[\d.x]*$", name) for name in names)
 
 
 def company_name(text: str) -> str:
@@ -182,9 +265,13 @@ def company_name(text: str) -> str:
     return COMPANIES_ZH.get(name, name)
 
 
-def university_name(text: str) -> str:
-    """A university as its full name: 浙大 -> 浙江大学, MIT -> Massachusetts Institute of Technology."""
+def university_name(text: str, context: str = "") -> str:
+    """A university as its full name: 浙大 -> 浙江大学, MIT -> Massachusetts Institute of Technology; an
+    ambiguous abbreviation (交大, 中大) is resolved by the words of context (its sentence)."""
     name = text.strip()
+    for alias, cue, full in AMBIGUOUS_ZH:
+        if name == alias and re.search(cue, context):
+            return full
     return UNIVERSITIES_ZH.get(name) or UNIVERSITIES_EN.get(name) or name
 
 

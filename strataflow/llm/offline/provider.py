@@ -3,6 +3,9 @@
 It reads only its prompt: the <task> block names the stage, <messages> / <memories> carry the data as JSON
 lines (strataflow.llm.prompt_blocks). It answers with the JSON of models/llm.py for that stage, and a usage
 block (prompt tokens counted from the prompt, completion tokens from the answer) like any other model.
+It answers under two model names with the same rules: `offline/rules` and `offline/rules-v2` (a second
+name, so a model switch, e.g. a backfill reprocess, can be tried with no network); any other offline name
+is refused by name.
 
     register_offline_provider()
     litellm.completion(model="offline/rules", messages=[...])
@@ -16,11 +19,13 @@ import threading
 import time
 from typing import Any
 
-from strataflow.llm.prompt_blocks import parse_blocks
+from strataflow.llm import lazy
+from strataflow.llm.prompt_blocks import json_block_lines, parse_blocks
 
 logger = logging.getLogger(__name__)
 
 PROVIDER = "offline"
+MODELS = ("rules", "rules-v2")  # offline/<name>: the same rules under each name
 STAGES = ("extract", "rollup", "reflect", "hot_summary")
 _LOCK = threading.Lock()
 
@@ -42,18 +47,19 @@ def prompt_text(messages: list[Any]) -> str:
 
 
 def _records(body: str | None, block: str) -> list[dict[str, Any]]:
-    """JSON-lines records of a block; a line that is not a JSON object is skipped with a warning."""
+    """JSON-lines records of a block (lines split on "\n" only); a line that is not a JSON object is an
+    error naming it, never skipped."""
     records: list[dict[str, Any]] = []
-    for number, line in enumerate((body or "").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in json_block_lines(body or ""):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            logger.warning("offline/rules: <%s> line %d is not JSON (%s); skipped", block, number, error.msg)
-            continue
-        if isinstance(record, dict):
-            records.append(record)
+            raise OfflineProviderError(
+                f"offline/rules: <{block}> line {number} is not JSON ({error.msg})"
+            ) from None
+        if not isinstance(record, dict):
+            raise OfflineProviderError(f"offline/rules: <{block}> line {number} is not a JSON object")
+        records.append(record)
     return records
 
 
@@ -75,7 +81,8 @@ def answer(prompt: str) -> dict[str, Any]:
         raise OfflineProviderError(f"offline/rules: the {stage} prompt has no <messages> block")
     messages = _records(blocks["messages"], "messages")
     if stage == "extract":
-        return {"items": extract.extract_items(messages)}
+        existing = {key.strip() for key in (blocks.get("existing_keys") or "").split(",") if key.strip()}
+        return {"items": extract.extract_items(messages, existing)}
     if stage == "rollup":
         return summarize.rollup(messages, blocks.get("week"))
     return summarize.hot_summary(messages)
@@ -89,7 +96,7 @@ def _count_tokens(litellm: Any, text: str) -> int:
 
 
 def _handler_class() -> type:
-    import litellm
+    litellm = lazy.litellm()
     from litellm import CustomLLM
 
     class OfflineRulesLLM(CustomLLM):
@@ -97,11 +104,17 @@ def _handler_class() -> type:
 
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
+            name = model.removeprefix(f"{PROVIDER}/")
+            if name not in MODELS:
+                raise OfflineProviderError(
+                    f"model {PROVIDER}/{name}: the offline provider answers as "
+                    + " or ".join(f"{PROVIDER}/{known}" for known in MODELS)
+                )
             prompt = prompt_text(messages)
             content = json.dumps(answer(prompt), ensure_ascii=False, default=str)
             prompt_tokens, completion_tokens = _count_tokens(litellm, prompt), _count_tokens(litellm, content)
             response = litellm.ModelResponse(
-                model=model if model.startswith(f"{PROVIDER}/") else f"{PROVIDER}/{model}",
+                model=f"{PROVIDER}/{name}",
                 choices=[
                     {
                         "index": 0,
@@ -126,7 +139,7 @@ def _handler_class() -> type:
 
 def register_offline_provider() -> None:
     """Register the `offline` provider in litellm.custom_provider_map (idempotent; other entries kept)."""
-    import litellm
+    litellm = lazy.litellm()
 
     with _LOCK:
         if any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):

@@ -85,7 +85,8 @@ MAJOR_ALIASES = {
 }
 SCHOOL_CONTEXT = re.compile(
     r"\b(graduat\w*|studied|study|studying|degree|alum\w*|went to|attended|attend|major\w*|"
-    r"class of|master'?s|phd|bachelor'?s|mba|school|college|university)\b",
+    r"class of|master'?s|phd|bachelor'?s|mba|msc|bsc|meng|beng|mphil|ma|ms|ba|bs|school|college|"
+    r"university|undergrad|grad school)\b",
     IGNORE,
 )
 WORK_CONTEXT = re.compile(

@@ -1,4 +1,4 @@
-"""English rules for money, family, name, tools, immigration plans, intents and preferences (see rules_en)."""
+"""English rules for family, name, tools, immigration plans, intents and preferences (see rules_en)."""
 
 from __future__ import annotations
 
@@ -13,42 +13,6 @@ from strataflow.llm.offline.rules_zh_life import language_scores  # test names a
 from strataflow.llm.offline.text import INTENT_GUARDS, Finding, slug
 
 Rule = Callable[[str], Iterator[Finding]]
-
-MONEY = (
-    r"(?P<q>(?:(?:about|around|roughly|approximately|nearly|over|almost|close to)\s+|~)?(?:[$€£¥]|HK\$|US\$|"
-    r"RMB\s?)?"
-    r"\s*\d[\d,]*(?:\.\d+)?\s*(?:k|K|m|M|million|thousand|grand)?)(?![\w%])"
-)
-
-
-def money(sentence: str) -> Iterator[Finding]:
-    marker = (
-        r"\b(?:make|making|earn|earning|earns|bring in|take home|paid|get paid|salary|income|comp|"
-        r"compensation|"
-        r"pay)\b:?(?:\s+(?:is|of|was|at))*\s*"
-    )
-    per = (
-        r"\s*(?P<per>(?:a|per|each|every|/)\s*(?:year|yr|annum|month|mo)|annually|yearly|monthly|annual|"
-        r"a\s+year)?"
-    )
-    for match in _find(marker + MONEY + per, sentence, IGNORE):
-        period = (match.group("per") or "").lower()
-        clause = sentence.lower()
-        if "month" in period or re.search(r"\bmonthly\b", clause):
-            key = "monthly_income"
-        elif period or re.search(r"\b(salary|annual|annually|yearly|a year|per year)\b", clause):
-            key = "annual_income"
-        else:
-            continue
-        quantity = parse_quantity(re.sub(r"[$€£¥]|HK\$|US\$|RMB", "", match.group("q")))
-        if quantity is not None:
-            yield Finding("fact", key, quantity.value, match.span(), quantity.approximate, category="career")
-    for match in _find(r"\bbudget\b(?:\s+(?:is|of|was|around|about|:))*\s*" + MONEY, sentence, IGNORE):
-        quantity = parse_quantity(re.sub(r"[$€£¥]|HK\$|US\$|RMB", "", match.group("q")))
-        if quantity is not None:
-            yield Finding(
-                "fact", "budget", quantity.value, match.span(), quantity.approximate, category="immigration"
-            )
 
 
 def family(sentence: str) -> Iterator[Finding]:
@@ -157,12 +121,15 @@ def tools(sentence: str) -> Iterator[Finding]:
         sentence,
         IGNORE,
     )
-    if cue:
-        names = aliases.tech_in(sentence[cue.start() :])
-        if names:
-            yield Finding(
-                "fact", "tools", names, (cue.start(), len(sentence.rstrip(". !"))), category="career"
-            )
+    names = aliases.tech_in(sentence[cue.start() :]) if cue else []
+    everywhere = aliases.tech_in(sentence)
+    if aliases.versioned(
+        everywhere
+    ):  # "We just moved to PostgreSQL 17": a version names a tool, no cue needed
+        names, cue = everywhere, None
+    if names:
+        start = cue.start() if cue else sentence.find(names[0].split()[0])
+        yield Finding("fact", "tools", names, (max(start, 0), len(sentence.rstrip(". !"))), category="career")
     for match in _find(
         r"\b(?:good at|skilled at|great at|strong in|my skills include|I specialize in|"
         r"specialize in|expertise in)\s+(?P<s>[a-z][\w -]{2,40}?)(?=[,.;!]|$|\s+and\b)",
@@ -285,4 +252,4 @@ def preferences(sentence: str) -> Iterator[Finding]:
         )
 
 
-RULES: tuple[Rule, ...] = (money, family, name, tools, immigration, intents, preferences, language_scores)
+RULES: tuple[Rule, ...] = (family, name, tools, immigration, intents, preferences, language_scores)

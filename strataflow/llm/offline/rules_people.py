@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 from strataflow.llm.offline.rules_en import TITLE_NOUN
 from strataflow.llm.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
+from strataflow.llm.offline.rules_zh import PERSON_ADDRESS
 from strataflow.llm.offline.text import CJK, Finding, cut, is_chinese, slug
 
 Rule = Callable[[str], Iterator[Finding]]
@@ -96,7 +97,10 @@ FEEDBACK_ZH = {
 ABOUT_ANSWERS = frozenset(
     "helpful useful clear unclear confusing wrong perfect inaccurate incomplete outdated".split()
 )
-NOT_TOPICS_ZH = frozenset("我 你 他 她 我们 今天 天气 身体 心情 家里 工作 生活 时间 最近".split())
+NOT_TOPICS_ZH = frozenset(
+    "我 你 他 她 我们 今天 天气 身体 心情 家里 工作 生活 时间 最近 上午 下午 晚上 早上 中午 周末 "
+    "工作日 白天 平时 明天 后天 下周 这周".split()
+)
 
 
 def feedback(sentence: str) -> Iterator[Finding]:
@@ -181,7 +185,7 @@ def feedback(sentence: str) -> Iterator[Finding]:
 
 ROLE_ZH = (
     r"(?:产品经理|项目经理|技术负责人|负责人|组长|经理|总监|主管|设计师|工程师|架构师|分析师|开发|前端|后端|测试|运维|"
-    r"老板|CEO|CTO|PM|owner|leader|顾问|老师|律师|会计)"
+    r"老板|CEO|CTO|PM|owner|leader|顾问|老师|律师|会计|客户|甲方|对接人)"
 )
 NAME_EN = r"(?P<n>[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
 NOT_ROLE = r"(?!(?:is|was|are|and|said|in|at|from|to|with|of|for|on|by)\b)"
@@ -206,85 +210,121 @@ def _zh_person(token: str) -> bool:
 
     if re.fullmatch(r"[小老][\u4e00-\u9fff]", token) or re.fullmatch(r"[A-Z][a-z]+", token):
         return True
+    if PERSON_ADDRESS.fullmatch(token):  # 王总, 李经理: a surname and a title address a person
+        return True
     return any(flag.startswith("nr") for _, flag in posseg.lcut(token))
 
 
-def people(sentence: str) -> Iterator[Finding]:
-    guards = frozenset({"question", "negation"})
-    found: list[tuple[str, str, tuple[int, int]]] = []
-    if is_chinese(sentence):
-        for match in re.finditer(
-            rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)(?:是|担任|作为)(?:我们|我的|咱们)?的?"
-            rf"(?:团队|项目|组|部门|公司)??的?(?P<role>{ROLE_ZH})",
-            sentence,
-        ):
-            tokens = cut(match.group("n"))
-            name = tokens[-1] if tokens else match.group("n")
-            if len(name) >= 2 and _zh_person(name):
-                found.append((name, match.group("role"), match.span()))
-        for match in re.finditer(
-            rf"(?:我们|我的|咱们)的?(?:团队|项目|组|部门)??的?(?P<role>(?:(?!的)[{CJK}A-Za-z]){{0,4}}?{ROLE_ZH})是"
-            rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)",
-            sentence,
-        ):
-            tokens = cut(match.group("n"))
-            name = tokens[0] if tokens else match.group("n")
-            if len(name) >= 2 and _zh_person(name):
-                found.append((name, match.group("role"), match.span()))
-        by_pattern = (
-            rf"(?P<w0>[{CJK}A-Za-z]{{2,6}}?)(?:这边|那边|方面|部分|这块)?由(?P<n>[{CJK}]{{2,3}}|"
-            rf"[A-Z][a-z]+)负责"
-        )
-        for match in re.finditer(by_pattern, sentence):
-            if _zh_person(match.group("n")):  # 产品这边由陈静负责
-                found.append(
-                    (match.group("n"), "负责" + TOPIC_TRIM_ZH.sub("", match.group("w0")), match.span())
-                )
-        for match in re.finditer(
-            rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)负责(?P<w>[{CJK}A-Za-z]{{2,10}})", sentence
-        ):
-            tokens = cut(match.group("n"))
-            name = tokens[-1] if tokens else match.group("n")
-            if len(name) >= 2 and _zh_person(name):
-                found.append((name, "负责" + match.group("w"), match.span()))
-    else:
-        stop = r"(?=[,.;!?]|$|\s+(?:and|who|for|on|at|said|says|will|is|has|from)\b)"
-        patterns = (
-            (
-                rf"\b{NAME_EN}(?:\s+is\s+(?i:our|my|the)|\s+will be\s+(?i:our|my|the)|,\s+(?i:our|my))\s+"
-                rf"{ROLE_EN}{stop}",
-                False,
-            ),
-            (
-                rf"\b(?i:our|my)\s+(?:new\s+)?{ROLE_EN},?\s+{NAME_EN}(?=\s*[,.;!?]|\s+(?:said|says|will|is|has|thinks|wants|"
-                rf"asked|suggested|and)\b|$)",
-                False,
-            ),
-            (rf"\b(?i:our|my)\s+(?:new\s+)?{ROLE_EN}\s+is\s+{NAME_EN}\b", False),
-        )
-        lead = (
-            rf"\b{NAME_EN}\s+(?P<v>leads|runs|manages|heads|owns|handles|is in charge of|is responsible "
-            rf"for)\s+"
-        )
-        for match in re.finditer(
-            lead + r"(?:our\s+|the\s+)?(?P<w>[A-Za-z][\w -]{1,30}?)(?=[,.;!?]|$|\s+(?:and|but)\b)", sentence
-        ):
-            if match.group("n").split()[0] not in NOT_PEOPLE:  # Priya leads our data team
-                found.append((match.group("n"), f"{match.group('v')} {match.group('w')}", match.span()))
-        for pattern, _ in patterns:
-            for match in re.finditer(pattern, sentence):
-                name, role = match.group("n"), match.group("role").strip()
-                if not ROLE_HEAD.search(role):  # "our friendship too, Caroline" names no role
-                    continue
-                if name.split()[0] in NOT_PEOPLE or NOT_ROLE_WORDS & set(role.lower().split()):
-                    continue
-                found.append((name, role, match.span()))
-    seen: set[str] = set()
-    for name, role, span in found:
-        if name in seen:
+OWN_VERBS_EN = (
+    r"owns|leads|runs|manages|heads|handles|maintains|looks after|takes care of|is responsible for|"
+    r"is in charge of|signs off on|approves|covers|drives|coordinates|oversees|does"
+)
+OWN_VERBS_ZH = r"负责|管|主管|对接|跟进|牵头|把关|审批|维护"
+OBJECT_EN = (
+    r"(?:our\s+|the\s+|all\s+(?:the\s+)?)?(?P<w>[A-Za-z][\w./&-]*(?:\s+[\w./&-]+){0,4}?)"
+    r"(?=[,.;!?]|$|\s+(?:and|but|so|while)\b)"
+)
+
+
+def _people_zh(sentence: str) -> list[tuple[str, dict[str, str], tuple[int, int]]]:
+    found: list[tuple[str, dict[str, str], tuple[int, int]]] = []
+
+    def add(raw: str, info: dict[str, str], span: tuple[int, int], last: bool = True) -> None:
+        tokens = cut(raw)
+        name = (tokens[-1] if last else tokens[0]) if tokens else raw
+        if len(name) >= 2 and _zh_person(name):
+            found.append((name, info, span))
+
+    for match in re.finditer(
+        rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)(?:是|担任|作为)(?:我们|我的|咱们)?的?"
+        rf"(?:团队|项目|组|部门|公司)??的?(?P<role>{ROLE_ZH})",
+        sentence,
+    ):
+        add(match.group("n"), {"role": match.group("role")}, match.span())
+    for match in re.finditer(
+        rf"(?:我们|我的|咱们)的?(?:团队|项目|组|部门)??的?(?P<role>(?:(?!的)[{CJK}A-Za-z]){{0,4}}?{ROLE_ZH})是"
+        rf"(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)",
+        sentence,
+    ):
+        add(match.group("n"), {"role": match.group("role")}, match.span(), last=False)
+    by_pattern = (
+        rf"(?P<w0>[{CJK}A-Za-z]{{2,6}}?)(?:这边|那边|方面|部分|这块)?由(?P<n>[{CJK}]{{2,3}}|[A-Z][a-z]+)负责"
+    )
+    for match in re.finditer(by_pattern, sentence):
+        owned = TOPIC_TRIM_ZH.sub("", match.group("w0"))
+        if _zh_person(match.group("n")):  # 产品这边由陈静负责
+            found.append((match.group("n"), {"role": "负责" + owned, "owns": owned}, match.span()))
+    # 我们组长老王负责接口 / 产品那边小陈负责需求文档 / 张伟负责后端: read back from the verb.
+    for match in re.finditer(rf"(?P<v>{OWN_VERBS_ZH})(?P<w>[{CJK}A-Za-z]{{2,10}})", sentence):
+        before = re.split(r"[，,。；;：:]", sentence[: match.start()])[-1]
+        short = re.search(rf"(?:{PERSON_ADDRESS.pattern}|[老小][{CJK}]|[A-Z][a-z]+)$", before)
+        tokens = cut(before)
+        name = short.group(0) if short else (tokens[-1] if tokens else "")
+        if len(name) < 2 or not _zh_person(name) or before.endswith(("由", "的")):
             continue
-        seen.add(name)
-        yield Finding("fact", f"person_{slug(name, 3)}", {"name": name, "role": role}, span, guards=guards)
+        rest = before[: -len(name)]
+        role = re.search(rf"(?:{ROLE_ZH})$", rest)
+        rest = rest[: role.start()] if role else rest
+        info = {"role": role.group(0) if role else match.group(0), "owns": match.group("w")}
+        team = re.search(rf"(?P<t>[{CJK}A-Za-z]{{2,4}}?)(?:那边|这边|组|部门|团队)的?$", rest)
+        if team and not re.fullmatch(r"(?:我们|我的|咱们|我)", team.group("t")):
+            info["team"] = team.group("t")
+        found.append((name, info, (match.start() - len(before), match.end())))
+    return found
+
+
+def _people_en(sentence: str) -> list[tuple[str, dict[str, str], tuple[int, int]]]:
+    found: list[tuple[str, dict[str, str], tuple[int, int]]] = []
+    stop = r"(?=[,.;!?]|$|\s+(?:and|who|for|on|at|said|says|will|is|has|from)\b)"
+    patterns = (
+        rf"\b{NAME_EN}(?:\s+is\s+(?i:our|my|the)|\s+will be\s+(?i:our|my|the)|,\s+(?i:our|my))\s+"
+        rf"{ROLE_EN}{stop}",
+        rf"\b(?i:our|my)\s+(?:new\s+)?{ROLE_EN},?\s+{NAME_EN}(?=\s*[,.;!?]|\s+(?:said|says|will|is|has|"
+        rf"thinks|wants|asked|suggested|and|{OWN_VERBS_EN})\b|$)",
+        rf"\b(?i:our|my)\s+(?:new\s+)?{ROLE_EN}\s+is\s+{NAME_EN}\b",
+    )
+    for pattern in patterns:
+        for match in re.finditer(pattern, sentence):
+            name, role = match.group("n"), match.group("role").strip()
+            if not ROLE_HEAD.search(role):  # "our friendship too, Caroline" names no role
+                continue
+            if name.split()[0] in NOT_PEOPLE or NOT_ROLE_WORDS & set(role.lower().split()):
+                continue
+            found.append((name, {"role": role}, match.span()))
+    duty = (
+        rf"\b{NAME_EN}(?:\s+(?:from|in|on)\s+(?:the\s+)?(?P<team>[a-z][\w&-]*(?:\s+[a-z][\w&-]*)?)|"
+        rf",\s+(?i:our|my|the)\s+(?P<role>[^,]{{2,40}}),)?,?\s+(?P<v>{OWN_VERBS_EN})\s+{OBJECT_EN}"
+    )
+    for match in re.finditer(duty, sentence):
+        if match.group("n").split()[0] in NOT_PEOPLE or re.search(
+            r"\b(?:at|from|of|with|for|in)\s*$", sentence[: match.start()]
+        ):
+            continue  # "our client at Acme, owns ...": Acme is a company
+        info = {"owns": match.group("w").strip()}
+        if match.group("team"):
+            info["team"] = re.sub(r"\s+team$", "", match.group("team"))
+        if match.group("role"):
+            info["role"] = match.group("role").strip()
+        elif not match.group("team"):
+            info["role"] = f"{match.group('v')} {match.group('w').strip()}"  # Priya leads our data team
+        found.append((match.group("n"), info, match.span()))
+    return found
+
+
+def people(sentence: str) -> Iterator[Finding]:
+    """person_<name> {"name", "role"?, "team"?, "owns"?}: a person of the user's work, with their role, their
+    team ("Marco from legal") and what they own ("owns the vendor contracts", 负责接口)."""
+    guards = frozenset({"question", "negation"})
+    found = _people_zh(sentence) if is_chinese(sentence) else _people_en(sentence)
+    merged: dict[str, tuple[dict[str, str], tuple[int, int]]] = {}
+    for name, info, span in found:
+        if name in merged:
+            known, first = merged[name]
+            merged[name] = ({**info, **known}, (min(first[0], span[0]), max(first[1], span[1])))
+        else:
+            merged[name] = (dict(info), span)
+    for name, (info, span) in merged.items():
+        yield Finding("fact", f"person_{slug(name, 3)}", {"name": name, **info}, span, guards=guards)
 
 
 RULES: tuple[Rule, ...] = (feedback, people)

@@ -121,6 +121,8 @@ def age(sentence: str) -> Iterator[Finding]:
                 isinstance(quantity.value, int | float) and not 1 <= quantity.value <= 120
             ):
                 continue
+            if post == "上下" and isinstance(quantity.value, int):  # 五十岁上下: above or below, a range
+                quantity = type(quantity)(f"{quantity.value - 5}-{quantity.value + 5}", False)
             yield Finding("fact", "age", quantity.value, match.span(), quantity.approximate, category="basic")
 
 
@@ -172,7 +174,7 @@ def university(sentence: str) -> Iterator[Finding]:
     """A school the user studied at (the highest degree's first), or an employer when they work there."""
     hits: list[tuple[int, int, str]] = []
     for match in aliases.UNIVERSITY_ZH_ALIAS.finditer(sentence):
-        hits.append((match.start(), match.end(), aliases.university_name(match.group(0))))
+        hits.append((match.start(), match.end(), aliases.university_name(match.group(0), sentence)))
     for match in aliases.UNIVERSITY_EN_ALIAS.finditer(sentence):
         hits.append((match.start(), match.end(), aliases.university_name(match.group(0))))
     for match in _find(rf"(?<![{CJK}])?(?:大学|学院)", sentence):
@@ -216,7 +218,7 @@ def major(sentence: str) -> Iterator[Finding]:
                 "fact", "major", value, (match.start("m"), match.start("m") + len(value)), category="career"
             )
     for match in _find(
-        rf"(?:专业|系)(?!课|老师)|{DEGREE_WORD}(?=毕业|学历|学位|在读|出身)|(?<=[{CJK}]){DEGREE_WORD}",
+        rf"(?:专业|(?<![联关体派维])系)(?!课|老师)|{DEGREE_WORD}(?=毕业|学历|学位|在读|出身)|(?<=[{CJK}]){DEGREE_WORD}",
         sentence,
     ):
         left = trailing_words(sentence[: match.start()], max_tokens=2)
@@ -245,6 +247,8 @@ def job_title(sentence: str) -> Iterator[Finding]:
         title = match.group("t")
         if re.fullmatch(DEGREE_WORD, title) or PERSON_ADDRESS.fullmatch(title):
             continue  # 王经理 / 李老师 address a person, they are not the user's title
+        if re.search(r"(万|千|元|块|港币|港元|美元|美金|人民币|钱)\s*$", sentence[: match.start()]):
+            continue  # 拿出2000万做投资: what the money is for, not a job
         yield Finding(
             "fact", "job_title", title, match.span("t"), category="career", guards=CURRENT_FACT_GUARDS
         )
@@ -308,8 +312,8 @@ def location(sentence: str) -> Iterator[Finding]:
     city = aliases.CITY_ZH.pattern
     pattern = (
         rf"(?:在|住在|住|生活在|定居在?|定居于|人在|坐标|base在?|现居|居住在|待在|呆在|搬到了?|搬去了?|"
-        rf"移居到?|落户|调到了?)\s*(?P<city>{city}|[{CJK}]{{2,3}}(?=市))"
-    )
+        rf"移居到?|落户|调到了?)\s*(?P<city>{city}|[{CJK}]{{2,3}}(?=市))(?!交大|[{CJK}]{{0,4}}(?:大学|学院))"
+    )  # 在西安交大读的硕士 names a school, not where the user lives
     for match in _find(pattern, sentence):
         yield Finding(
             "fact",

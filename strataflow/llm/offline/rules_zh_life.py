@@ -1,4 +1,4 @@
-"""Chinese rules for money, family, name, tools, immigration plans, intents and preferences (see rules_zh)."""
+"""Chinese rules for family, name, tools, immigration plans, intents and preferences (see rules_zh)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,9 @@ from strataflow.llm.offline import aliases
 from strataflow.llm.offline.numbers import NUMBER, parse_quantity
 from strataflow.llm.offline.rules_zh import (
     CHANNELS,
-    CURRENCY,
     HOLD_CUE,
     INTENT_CUE,
-    MONEY_UNIT,
     NUMQ,
-    PRE,
-    TAIL,
     TIME_WORDS,
     _find,
 )
@@ -29,33 +25,6 @@ from strataflow.llm.offline.text import (
 )
 
 Rule = Callable[[str], Iterator[Finding]]
-
-
-def money(sentence: str) -> Iterator[Finding]:
-    keys = (
-        (
-            "annual_income",
-            r"(?:税前|税后)?(?:年薪|年收入|年入|年包|一年(?:能|大概|大约|差不多)?(?:赚|挣|收入|拿))(?:税前|税后)?",
-        ),
-        (
-            "monthly_income",
-            r"(?:税前|税后)?(?:月薪|月收入|月入|一个月(?:能|大概)?(?:赚|挣|拿)|每个?月(?:能)?(?:赚|挣|收入))(?:税前|税后)?",
-        ),
-        ("budget", r"预算"),
-    )
-    if re.search(r"(收入|薪水|工资|薪资|薪酬|待遇)", sentence):  # 收入的话，一年差不多150万
-        keys += (("annual_income", r"(?:一年|每年)"), ("monthly_income", r"(?:一个月|每个?月)"))
-    for key, marker in keys:
-        pattern = (
-            rf"{marker}(?:是|有|在|能有|为|大概是|:|：)?\s*(?P<q>{PRE}\s*{NUMQ}\s*{MONEY_UNIT}{TAIL})\s*{CURRENCY}"
-            rf"(?P<post>左右|上下)?"
-        )
-        for match in _find(pattern, sentence):
-            quantity = parse_quantity(match.group("q") + (match.group("post") or ""))
-            if quantity is None or (isinstance(quantity.value, int | float) and quantity.value < 1000):
-                continue  # 年包120个: a slang unit we cannot read; never store 120 as an income
-            category = "immigration" if key == "budget" else "career"
-            yield Finding("fact", key, quantity.value, match.span(), quantity.approximate, category=category)
 
 
 def family(sentence: str) -> Iterator[Finding]:
@@ -113,12 +82,17 @@ def _is_person_name(text: str) -> bool:
 
 def tools(sentence: str) -> Iterator[Finding]:
     cue = re.search(r"(会用|使用|用|熟悉|精通|擅长|掌握|会|主要写|写|技术栈|工具|做过|开发过|上手)", sentence)
-    if cue:
-        names = aliases.tech_in(sentence[cue.start() :])
-        if names:
-            yield Finding(
-                "fact", "tools", names, (cue.start(), len(sentence.rstrip("。.!！ "))), category="career"
-            )
+    names = aliases.tech_in(sentence[cue.start() :]) if cue else []
+    everywhere = aliases.tech_in(sentence)
+    if aliases.versioned(
+        everywhere
+    ):  # "We just moved to PostgreSQL 17": a version names a tool, no cue needed
+        names, cue = everywhere, None
+    if names:
+        start = cue.start() if cue else sentence.find(names[0].split()[0])
+        yield Finding(
+            "fact", "tools", names, (max(start, 0), len(sentence.rstrip("。.!！ "))), category="career"
+        )
     for match in _find(rf"擅长(?P<s>[{CJK}]{{2,8}}?)(?:和|、|，|,|。|$)", sentence):
         yield Finding("fact", "skills", [match.group("s")], match.span("s"), category="career")
 
@@ -285,7 +259,6 @@ def preferences(sentence: str) -> Iterator[Finding]:
 
 
 RULES: tuple[Rule, ...] = (
-    money,
     family,
     name,
     tools,

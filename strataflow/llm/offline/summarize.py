@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from models.vocabulary import SNAKE_KEY
 from strataflow.llm.offline.extract import extract_items
 from strataflow.llm.offline.text import sentences
 
@@ -160,7 +161,7 @@ def reflect(memories: list[dict[str, Any]]) -> dict[str, Any]:
     by_key: dict[str, list[dict[str, Any]]] = {}
     for memory in memories:
         key, memory_id = memory.get("key"), _id(memory)
-        if not isinstance(key, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", key) or memory_id is None:
+        if not isinstance(key, str) or not SNAKE_KEY.match(key) or memory_id is None:
             continue
         if memory.get("kind") == "hot_summary":
             continue

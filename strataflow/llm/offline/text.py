@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from strataflow.llm.offline.topics import FILLER_ZH, TOPIC_PARTS_ZH, TOPIC_ZH
+
 CJK = r"\u3400-\u4dbf\u4e00-\u9fff"
 CJK_CHAR = re.compile(f"[{CJK}]")
 
@@ -85,6 +87,7 @@ class Finding:
     guards: frozenset[str] = field(
         default_factory=lambda: frozenset({"question", "negation", "others", "modal"})
     )
+    weak: bool = False  # said in passing ("my wife and I"): never replaces a stated value or a stored key
 
 
 FACT_GUARDS = frozenset({"question", "negation", "others", "modal"})
@@ -168,95 +171,6 @@ def guard_fails(finding: Finding, sentence: str) -> str | None:
     return None
 
 
-# Common Chinese topic words -> English key parts (keys are ASCII snake_case).
-TOPIC_ZH = {
-    "数据库": "database",
-    "前端": "frontend",
-    "后端": "backend",
-    "部署": "deployment",
-    "迁移": "migration",
-    "上线": "launch",
-    "测试": "testing",
-    "框架": "framework",
-    "架构": "architecture",
-    "缓存": "cache",
-    "监控": "monitoring",
-    "发布": "release",
-    "预算": "budget",
-    "设计": "design",
-    "接口": "api",
-    "支付": "payment",
-    "登录": "login",
-    "搜索": "search",
-    "报表": "report",
-    "文档": "docs",
-    "版本": "version",
-    "服务器": "server",
-    "数据": "data",
-    "模型": "model",
-    "项目": "project",
-    "需求": "requirements",
-    "排期": "schedule",
-    "方案": "plan",
-    "供应商": "vendor",
-    "招聘": "hiring",
-    "沟通": "communication",
-    "联系": "contact",
-    "会议": "meeting",
-    "语言": "language",
-    "时间": "time",
-    "邮件": "email",
-    "电话": "phone",
-    "微信": "wechat",
-    "重构": "refactor",
-    "新版": "new_version",
-    "界面": "ui",
-    "功能": "feature",
-    "性能": "performance",
-    "安全": "security",
-    "客户端": "client",
-    "移动端": "mobile",
-    "网站": "website",
-    "系统": "system",
-    "平台": "platform",
-    "流水线": "pipeline",
-    "集群": "cluster",
-    "仪表盘": "dashboard",
-    "看板": "dashboard",
-    "文案": "copy",
-    "开发": "development",
-    "工具": "tools",
-    "云": "cloud",
-    "存储": "storage",
-    "队列": "queue",
-    "日志": "logging",
-    "移民": "immigration",
-    "留学": "study_abroad",
-    "买房": "buy_home",
-    "换工作": "job_change",
-    "跳槽": "job_change",
-    "创业": "startup",
-    "读博": "phd",
-    "考研": "grad_school",
-    "出国": "go_abroad",
-    "结婚": "marriage",
-    "退休": "retirement",
-    "香港": "hong_kong",
-    "加拿大": "canada",
-    "美国": "usa",
-    "英国": "uk",
-    "澳洲": "australia",
-    "澳大利亚": "australia",
-    "新加坡": "singapore",
-    "日本": "japan",
-    "申请": "apply",
-    "孩子": "children",
-    "教育": "education",
-    "工作": "work",
-    "签证": "visa",
-    "身份": "residency",
-    "定居": "settle",
-}
 STOPWORDS_EN = frozenset(
     "a an the to of for on in at with and or our my your their this that these those it its we i use using "
     "go going switch move from into be is are was were will new all some".split()
@@ -277,23 +191,52 @@ def cut(text: str) -> list[str]:
     return [token for token in _jieba().cut(text) if token.strip()]
 
 
+def _topic_zh(token: str) -> str | None:
+    """The English topic of a Chinese token: the word itself, else the longest known part of it."""
+    if token in TOPIC_ZH:
+        return TOPIC_ZH[token]
+    parts = [part for part in TOPIC_PARTS_ZH if part in token] + [word for word in TOPIC_ZH if word in token]
+    return (TOPIC_ZH.get(max(parts, key=len)) or TOPIC_PARTS_ZH.get(max(parts, key=len))) if parts else None
+
+
 def slug(text: str, max_words: int = 3) -> str:
-    """A lower snake_case key part from any text: Latin words as they are, known Chinese topics in English,
-    other Chinese characters as u<hex> (stable and reversible). Empty input gives 'general'."""
+    """A lower snake_case key part from any text: Latin words as they are, Chinese topics in English
+    (a word, or the known topic inside it: 换个城市 -> city); Chinese with no known topic is skipped when
+    another word names the topic, and only as a last resort becomes u<hex> (stable and reversible).
+    Empty input gives 'general'."""
     parts: list[str] = []
+    unknown: list[str] = []
     for token in cut(text) if is_chinese(text) else re.findall(r"[A-Za-z0-9]+", text):
         if CJK_CHAR.search(token):
-            english = TOPIC_ZH.get(token)
+            english = _topic_zh(token)
             if english:
                 parts.append(english)
-            elif token not in ("的", "了", "我们", "我", "这个", "那个", "一个", "和", "把", "用"):
-                parts.append("".join(f"u{ord(ch):x}" for ch in token if CJK_CHAR.match(ch)))
+            elif token not in FILLER_ZH:
+                unknown.append("".join(f"u{ord(ch):x}" for ch in token if CJK_CHAR.match(ch)))
         elif re.fullmatch(r"[A-Za-z0-9]+", token) and token.lower() not in STOPWORDS_EN:
             parts.append(token.lower())
-        if len(parts) >= max_words:
-            break
-    key = "_".join(p for p in parts if p)
-    key = re.sub(r"_+", "_", key).strip("_")
+    words = list(dict.fromkeys(p for p in parts if p))[:max_words] or unknown[:max_words]
+    key = re.sub(r"_+", "_", "_".join(words)).strip("_")
     if not key:
         return "general"
     return key if key[0].isalpha() else f"n{key}"
+
+
+FIRST_PERSON = re.compile(r"我|本人|\b(?:I|I'm|I've|me|my)\b")
+RELATIVE_WORD = re.compile(
+    r"(儿子|女儿|闺女|孩子|小孩|娃|宝宝|老大|老二|老公|老婆|爱人|妻子|丈夫|太太|媳妇|爸爸|妈妈|父亲|母亲|哥哥|姐姐|弟弟|妹妹)|"
+    r"\b(son|daughter|kid|child|baby|toddler|wife|husband|partner|mom|mother|dad|father|brother|sister)s?\b",
+    re.IGNORECASE,
+)
+
+
+def relative_topic(sentence: str, span: tuple[int, int]) -> bool:
+    """The clause at span has no subject of its own and the clause before it is about a relative
+    (我有个儿子，今年三岁 / "I have a daughter, 6 years old"): what it states is the relative's."""
+    start, _ = clause_span(sentence, span)
+    if start == 0 or FIRST_PERSON.search(sentence[start : span[0]]):
+        return False
+    before = sentence[:start]
+    people = [(m.start(), "relative") for m in RELATIVE_WORD.finditer(before)]
+    people += [(m.start(), "self") for m in FIRST_PERSON.finditer(before)]
+    return bool(people) and max(people)[1] == "relative"

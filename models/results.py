@@ -1,0 +1,143 @@
+"""What the pipeline stages return: one small result model per stage, with counts (and, for the LLM stages,
+the work units that failed and why).
+
+The LLM stages (extract, hot memory, rollup, reflect) share one failure policy through `LLMStageResult`:
+a unit is a scope (namespace, subject) or, for the rollup, a scope-week. A unit whose model call fails is
+counted in `units_failed` and named in `errors` (by a hash of its scope, never by the subject id) and the
+stage goes on with the next unit; a stage whose every attempted unit failed raises (see
+strataflow/ops/runs.py `raise_if_all_failed`), so its flow run fails. The lifecycle results (rollup,
+reflect, expire, forget) are in models/lifecycle.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+
+class LLMStageResult(BaseModel):
+    """The failure bookkeeping every LLM stage result carries."""
+
+    units_failed: int = Field(0, description="work units (scopes or scope-weeks) with no usable model answer")
+    errors: list[str] = Field(
+        default_factory=list, description="one line per failed unit: '<namespace>/sha256:<hash>: <error>'"
+    )
+    budget_stopped: bool = Field(False, description="the run's LLM budget ran out; the next run resumes")
+
+    def units_attempted(self) -> int:
+        """Units that needed the model (a subclass says which of its counts those are)."""
+        return self.units_failed
+
+    def all_failed(self) -> bool:
+        """True when units were attempted and every one of them failed."""
+        return self.units_failed > 0 and self.units_failed >= self.units_attempted()
+
+    def add_failure(self, unit: str, error: BaseException) -> None:
+        self.units_failed += 1
+        self.errors.append(f"{unit}: {error}")
+
+
+class ExtractResult(LLMStageResult):
+    """What one extraction run did (units: scopes)."""
+
+    scopes: int = Field(0, description="scopes worked on (failed ones included)")
+    scopes_locked: int = Field(0, description="skipped: another process was extracting them")
+    messages: int = 0
+    llm_calls: int = Field(0, description="requests sent (ledger rows written by this run)")
+    cache_hits: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    items_new: int = 0
+    items_changed: int = 0
+    items_unchanged: int = 0
+    items_kept_older: int = 0
+    items_dropped: int = Field(
+        0, description="output items citing no message of their batch, or internal kinds"
+    )
+    manual_conflicts: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="extracted values kept out by a manual edit (never recorded in runs)",
+    )
+
+    def units_attempted(self) -> int:
+        return self.scopes
+
+
+class HotMemoryResult(LLMStageResult):
+    """What one hot memory refresh did (units: scopes)."""
+
+    scopes: int = Field(0, description="scopes worked on (failed ones included)")
+    summaries_written: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
+    tokens: int = 0
+
+    def units_attempted(self) -> int:
+        return self.scopes
+
+
+class ChunkCountsLike(Protocol):
+    read: int
+    inserted: int
+    updated: int
+    skipped: int
+    quarantined: int
+
+
+class IngestResult(BaseModel):
+    """What one ingest run did; read = records seen (valid or not)."""
+
+    run_id: uuid.UUID | None = None
+    files: int = 0
+    files_skipped: int = 0
+    read: int = 0
+    inserted: int = 0
+    updated: int = 0
+    skipped: int = 0
+    quarantined: int = 0
+
+    def add(self, other: ChunkCountsLike) -> None:
+        self.read += other.read
+        self.inserted += other.inserted
+        self.updated += other.updated
+        self.skipped += other.skipped
+        self.quarantined += other.quarantined
+
+
+class EmbedResult(BaseModel):
+    """Rows embedded per table, texts encoded by the model and texts served from the cache."""
+
+    model: str
+    conversation_messages: int = 0
+    memory_items: int = 0
+    weekly_reports: int = 0
+    insights: int = 0
+    asset_chunks: int = 0
+    encoded: int = 0
+    cache_hits: int = 0
+
+    @property
+    def embedded(self) -> int:
+        return (
+            self.conversation_messages
+            + self.memory_items
+            + self.weekly_reports
+            + self.insights
+            + self.asset_chunks
+        )
+
+
+class AssetResult(BaseModel):
+    """What one asset ingest did: assets seen, inserted, replaced, unchanged, quarantined, chunk counts."""
+
+    assets: int = 0
+    inserted: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    quarantined: int = 0
+    chunks_written: int = 0
+    chunks_deleted: int = 0
+    encoded: int = 0
+    cache_hits: int = 0
