@@ -46,7 +46,7 @@ logger = logging.getLogger(__name__)
 WRITERS = 2  # database connections writing chunks at once
 QUEUED = 1  # prepared chunks waiting for a writer (more only holds memory: preparing is the faster side)
 SWITCH_INTERVAL_S = 0.001  # see bulk_interpreter
-FIRST_CHUNK_ROWS = 1000  # the first chunks are this size, then twice as big, ... up to the reader's size
+FIRST_CHUNK_ROWS = 1000  # the first piece of an input (see ramped)
 
 
 # A chunk's commit does not wait for its WAL flush: the run's last commits (the file's watermark, the
@@ -145,6 +145,8 @@ def _write_in_turn(
                         keys_turn=turn,
                     )
             except OperationalError as exc:
+                # Chunks of one run claim keys in order and cannot deadlock each other; a deadlock with
+                # another session is retried, and the retry no longer waits for its turn.
                 if not isinstance(exc.orig, psycopg.errors.DeadlockDetected) or attempt == 3:
                     raise
                 logger.info(

@@ -171,7 +171,8 @@ def write_chunk(
     counts = ChunkCounts(read=read, quarantined=len(chunk.quarantined), skipped=chunk.duplicates)
     if chunk.quarantined:
         conn.execute(INSERT_QUARANTINE, [{"run_id": run_id, **row} for row in chunk.quarantined])
-    if not chunk.staged:
+    staged = chunk.staged or len(chunk.rows)  # a chunk built by hand may only have rows
+    if not staged:
         return counts
     conn.execute(PREPARE_STAGE)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
@@ -181,8 +182,8 @@ def write_chunk(
         conn.execute(ENSURE_PARTITIONS)
     with keys_turn or nullcontext():  # claim new keys and lock changed ones
         counts.inserted = conn.execute(INSERT_KEYS).rowcount
-        changed = counts.inserted < chunk.staged and conn.execute(FIND_CHANGED).rowcount > 0
-    if counts.inserted == chunk.staged:  # the common case of a first ingest
+        changed = counts.inserted < staged and conn.execute(FIND_CHANGED).rowcount > 0
+    if counts.inserted == staged:  # the common case of a first ingest
         conn.execute(INSERT_ALL_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
     else:
         if counts.inserted:
@@ -193,7 +194,7 @@ def write_chunk(
             counts.updated = conn.execute(
                 INSERT_CHANGED, {"run_id": run_id, "retention_days": retention_days}
             ).rowcount
-    counts.skipped += chunk.staged - counts.inserted - counts.updated
+    counts.skipped += staged - counts.inserted - counts.updated
     return counts
 
 
