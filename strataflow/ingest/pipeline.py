@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError
 
 from strataflow.ingest.enrich import ChunkOptions, PreparedChunk, prepare_chunk
@@ -79,6 +79,35 @@ class KeysTurn:
         self.done.set()
 
 
+class WriterConnections:
+    """One connection per writer thread, held for the whole run (no pool checkout, ping or reconnect per
+    chunk; the staging tables stay created), closed when the run ends."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.local = threading.local()
+        self.opened: list[Connection] = []
+        self.lock = threading.Lock()
+
+    def mine(self) -> Connection:
+        conn: Connection | None = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.engine.connect()
+            self.local.conn = conn
+            with self.lock:
+                self.opened.append(conn)
+        return conn
+
+    def __enter__(self) -> WriterConnections:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for conn in self.opened:
+            conn.close()
+
+
 def ingest_chunks(
     engine: Engine,
     chunks: Iterator[list[ReadItem]],
@@ -92,8 +121,10 @@ def ingest_chunks(
     failed = threading.Event()
     previous: KeysTurn | None = None
     weeks_ready: set[datetime] = set()  # partitions this run has ensured (committed) already
+    connections = WriterConnections(engine)
     with (
         bulk_interpreter(),
+        connections,
         ThreadPoolExecutor(max_workers=writers, thread_name_prefix="ingest-write") as pool,
     ):
         pending: deque[Future[ChunkCounts]] = deque()
@@ -102,7 +133,7 @@ def ingest_chunks(
                 turn = KeysTurn(previous, failed)
                 pending.append(
                     pool.submit(
-                        _write_in_turn, engine, prepared, items_read, run_id, options, turn, weeks_ready
+                        _write_in_turn, connections, prepared, items_read, run_id, options, turn, weeks_ready
                     )
                 )
                 previous = turn
@@ -117,7 +148,7 @@ def ingest_chunks(
 
 
 def _write_in_turn(
-    engine: Engine,
+    connections: WriterConnections,
     prepared: PreparedChunk,
     items_read: int,
     run_id: uuid.UUID | None,
@@ -126,14 +157,15 @@ def _write_in_turn(
     weeks_ready: set[datetime],
 ) -> ChunkCounts:
     try:
+        conn = connections.mine()
         weeks = [week for week in prepared.weeks if week not in weeks_ready]
         if weeks:
-            with engine.begin() as conn:
+            with conn.begin():
                 ensure_weeks(conn, weeks)
             weeks_ready.update(weeks)
         for attempt in range(1, 4):
             try:
-                with engine.connect() as conn, conn.begin():
+                with conn.begin():
                     conn.execute(ASYNC_COMMIT)
                     return write_chunk(
                         conn,
