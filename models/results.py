@@ -70,6 +70,7 @@ class HotMemoryResult(LLMStageResult):
 
     scopes: int = Field(0, description="scopes worked on (failed ones included)")
     summaries_written: int = 0
+    items_written: int = Field(0, description="typed items (status, decision, preference) new or changed")
     llm_calls: int = 0
     cache_hits: int = 0
     tokens: int = 0

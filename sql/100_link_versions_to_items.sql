@@ -7,7 +7,8 @@
 
 delete from memory_item_versions as v
 where not exists (
-    select 1 from memory_items as i where i.item_id = v.item_id and i.namespace = v.namespace
+    select 1 from memory_items as i
+    where i.item_id = v.item_id and i.namespace = v.namespace
 );
 
 alter table memory_items add constraint memory_items_item_namespace_key unique (item_id, namespace);

@@ -6,9 +6,12 @@
 
 alter table namespace_grants add column role_oid oid;
 
-update namespace_grants as g set role_oid = r.oid from pg_roles as r where r.rolname = g.role_name;
+update namespace_grants as g set role_oid = r.oid
+from pg_roles as r
+where r.rolname = g.role_name;
 
-delete from namespace_grants where role_oid is null;
+delete from namespace_grants
+where role_oid is null;
 
 alter table namespace_grants alter column role_oid set not null;
 alter table namespace_grants drop constraint namespace_grants_pkey;

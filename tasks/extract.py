@@ -231,12 +231,13 @@ def _extract_scope(
             last = index == len(chunks) - 1
             position = max(m.ingest_seq for m in (messages if last else batch))
             with conn.begin():
-                if _apply_items(conn, gateway, scope, batch, output.items, result):
-                    refresh_documents(conn, scope.namespace, scope.subject_id)
+                _apply_items(conn, gateway, scope, batch, output.items, result)
+                refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 advance_watermark(conn, STAGE, scope, position, gateway.run_id)
             result.messages += len(batch)
         if not chunks and messages:
             with conn.begin():
+                refresh_documents(conn, scope.namespace, scope.subject_id)
                 advance_watermark(conn, STAGE, scope, max(m.ingest_seq for m in messages), gateway.run_id)
 
 

@@ -9,7 +9,7 @@ from strataflow.commands.common import cli_errors, settings_or_exit
 access_app = typer.Typer(help="Roles and namespace grants (row-level security).", no_args_is_help=True)
 
 
-def _engine():  # type: ignore[no-untyped-def]
+def _engine():
     from strataflow.db.engine import engine_for
 
     return engine_for(settings_or_exit())

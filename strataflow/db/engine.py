@@ -73,7 +73,7 @@ def _create_engine(url: str, timezone: str) -> Engine:
     engine = create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_conn, _record):
         with dbapi_conn.cursor() as cur:
             # Session time zone = STRATAFLOW_TIMEZONE, so current_date, date_trunc and ::date agree with it.
             cur.execute("select set_config('TimeZone', %s, false)", (timezone,))
