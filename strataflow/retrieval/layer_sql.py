@@ -6,7 +6,8 @@ until, agent): the builders are cached per combination.
 
 Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and an image
 caption (``metadata.speaker``, ``metadata.blip_caption``: LoCoMo and chat exports carry them); an item's
-``fts`` (key, statement, value) plus its seed 003 name and description; a report's summary and key events;
+``fts`` (key, statement, value; the statement and key when a row was written without one) plus its seed
+003 name and description; a report's summary and key events;
 a chunk's content. Asset chunks have no subject or event time: the subject and time filters do not apply to
 them (a namespace's documents are shared by its subjects). The agent filter applies to items only: an agent
 sees items without an agent, its own, and those shared (``is_shared``).
@@ -76,7 +77,8 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "text": "coalesce(i.statement, i.key || ': ' || coalesce(i.value::text, ''))",
         "embedding": "i.embedding",
         "fts": "i.fts",
-        "doc": f"coalesce(i.fts, ''::tsvector) || {_ENTRY_DOC}",
+        "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
+        f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
         "extra_filter": "i.status = 'active'",
         "meta": "jsonb_build_object('table', 'memory_items', 'item_id', i.item_id, 'namespace', i.namespace, "
         "'subject_id', i.subject_id, 'kind', i.kind, 'key', i.key, 'value', i.value, 'category', i.category, "

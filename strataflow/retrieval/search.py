@@ -272,7 +272,10 @@ def _rank_layer(
             )
         )
     lexemes = sorted({lexeme for c in candidates for lexeme in c.tf})  # a lexeme no row has scores 0 anyway
-    return rank(candidates, lexemes, windowed=layer == "messages", reading=reading, depth=k)
+    ranked = rank(candidates, lexemes, windowed=layer == "messages", reading=reading, depth=k)
+    # A row the query reaches by no measure (no word in it or its window, no embedding yet, no lineage) is
+    # not a hit, however few rows the scope has.
+    return [c for c in ranked if c.bm25 > 0 or c.similarity is not None or c.lift > 0]
 
 
 def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool) -> list[Hit]:
