@@ -72,8 +72,19 @@ UPDATE_ITEM = text(
         fts = {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
         source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
         run_id = :run_id, prompt_version = :prompt_version, model = :model,
-        agent_id = coalesce(:agent_id, agent_id)
+        agent_id = coalesce(:agent_id, agent_id),
+        confirmed_model = null, confirmed_prompt_version = null, confirmed_run_id = null, confirmed_at = null
     where item_id = :item_id
+    """
+)
+CONFIRM_ITEM = text(
+    """
+    update memory_items set confirmed_model = :model, confirmed_prompt_version = :prompt_version,
+        confirmed_run_id = :run_id, confirmed_at = now()
+    where namespace = :namespace and subject_id = :subject_id and kind = :kind and key = :key
+      and source = 'extracted' and status = 'active'
+      and (coalesce(confirmed_model, model), coalesce(confirmed_prompt_version, prompt_version))
+          is distinct from (cast(:model as text), cast(:prompt_version as text))
     """
 )
 CLOSE_VERSION = text(
@@ -197,6 +208,32 @@ def upsert_item(
             conn, row, current, MANUAL_PROTECTED, "extracted value kept out of a manually edited item"
         )
     return _replace(conn, row, current, MODIFIED if same_value else CONTENT_MODIFIED)
+
+
+def confirm_item(
+    conn: Connection,
+    *,
+    namespace: str,
+    subject_id: str,
+    kind: str,
+    key: str,
+    model: str,
+    prompt_version: str,
+    run_id: uuid.UUID | None,
+) -> bool:
+    """Record on an extracted item whose value a re-extraction found unchanged which model, prompt version
+    and run confirmed it (a reprocess with another model). False when nothing was written: a manual or
+    deleted item, or one this model and prompt version already produced or confirmed."""
+    params = {
+        "namespace": namespace,
+        "subject_id": subject_id,
+        "kind": kind,
+        "key": key,
+        "model": model,
+        "prompt_version": prompt_version,
+        "run_id": run_id,
+    }
+    return bool(conn.execute(CONFIRM_ITEM, params).rowcount)
 
 
 def delete_item(

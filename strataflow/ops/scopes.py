@@ -30,7 +30,9 @@ SELECT_SCOPES_SINCE = text(
     """
     select namespace, subject_id, 0 as after_seq, max(ingest_seq) as upto_seq
     from conversation_messages
-    where event_at >= :since and (cast(:namespace as text) is null or namespace = cast(:namespace as text))
+    where event_at >= :since
+      and (cast(:until as timestamptz) is null or event_at < cast(:until as timestamptz))
+      and (cast(:namespace as text) is null or namespace = cast(:namespace as text))
     group by namespace, subject_id
     order by namespace, subject_id
     """
@@ -77,11 +79,16 @@ class ScopeMessage:
 
 
 def pending_scopes(
-    conn: Connection, stage: str, namespace: str | None = None, since: datetime | None = None
+    conn: Connection,
+    stage: str,
+    namespace: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[Scope]:
-    """Scopes with L1 rows past the stage's watermark, or (since given) rows with event time >= since."""
+    """Scopes with L1 rows past the stage's watermark, or (since given) rows with event time >= since (and
+    < until, when given)."""
     if since is not None:
-        rows = conn.execute(SELECT_SCOPES_SINCE, {"namespace": namespace, "since": since})
+        rows = conn.execute(SELECT_SCOPES_SINCE, {"namespace": namespace, "since": since, "until": until})
     else:
         rows = conn.execute(SELECT_PENDING_SCOPES, {"stage": stage, "namespace": namespace})
     return [Scope(*row) for row in rows]
