@@ -13,8 +13,8 @@ that same plain function, one shard per worker, to the cluster directly instead 
 DaskTaskRunner: Prefect adds about 0.4 s per task and 4.5 s of cluster start (PREFECT.md) and needs an API
 server that every worker talks to, none of which is rollup throughput. Each cluster is started and its
 workers warmed up (litellm imported, the offline provider registered, a rollup of a small warm-up
-namespace) before the clock starts; between the two timings the bench's reports and LLM cache rows are
-deleted, so both do the same work (every scope-week rolled up with a model call).
+namespace) before the clock starts; before each timing the bench's reports and LLM cache rows are deleted
+(so both do the same work: every scope-week rolled up with a model call) and the tables vacuumed.
 
 Figures: `scopes_per_s_1` and `scopes_per_s_2` (scope-weeks rolled up per second), `ratio` =
 scopes_per_s_2 / scopes_per_s_1 (target >= 1.6 on 2 cores), `hours_for_10k` = 10,000 / scopes_per_s_1 /
@@ -59,6 +59,7 @@ REPLIES = [
     "好的，我记下了，{t}这周会跟进。",
 ]
 RUNNER = "dask.distributed LocalCluster (processes, 1 thread each), tasks.rollup.rollup_weeks per shard"
+SETTLED_TABLES = ("conversation_messages", "message_keys", "weekly_reports", "llm_cache", "llm_calls")
 RESET = (
     text("delete from weekly_reports where namespace = :ns"),
     text("delete from llm_cache where namespace = :ns"),
@@ -122,6 +123,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def settle(engine: Engine) -> None:
+    """Vacuum, analyze and checkpoint before a timing, so no background work of the load or the reset lands
+    in it."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table in SETTLED_TABLES:
+            conn.execute(text(f"vacuum analyze {table}"))
+        conn.execute(text("checkpoint"))
+
+
 def time_rollup(settings: Settings, engine: Engine, workers: int) -> tuple[float, int, float]:
     """(seconds, reports written, the workers' largest peak RSS in MB) of one rollup of the bench namespace
     on a fresh cluster of `workers` worker processes, one shard each."""
@@ -131,6 +141,7 @@ def time_rollup(settings: Settings, engine: Engine, workers: int) -> tuple[float
         for statement in RESET:
             for namespace in (NAMESPACE, WARM_NAMESPACE):
                 conn.execute(statement, {"ns": namespace})
+    settle(engine)
     dispose_engines()  # no pooled connection crosses into the workers
     cluster = LocalCluster(
         n_workers=workers,
