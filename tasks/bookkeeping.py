@@ -332,7 +332,8 @@ def finish_run(
         errors=errors,
         plan=plan,
     )
-    extra = {"days": days, "weeks": weeks, "run_date": run_date.isoformat() if run_date else None}
+    extra: dict[str, Any] = {"days": days, "weeks": weeks}
+    extra["run_date"] = run_date.isoformat() if run_date else None
     if plan is not None:
         extra["plan"] = plan.model_dump(mode="json")
     runs.finish_run(engine, run_id, status, {**counts.model_dump(), **extra}, "; ".join(errors) or None)

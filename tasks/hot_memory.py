@@ -153,7 +153,7 @@ def refresh_hot_memory(
                 continue
             ids = {r.message_id for r in rows}
             sources = [i for i in output.source_message_ids if i in ids] or sorted(ids)
-            identity = {"namespace": scope.namespace, "subject_id": scope.subject_id}
+            identity: dict[str, Any] = {"namespace": scope.namespace, "subject_id": scope.subject_id}
             identity |= {"kind": "hot_summary", "key": "hot_summary"}
             with conn.begin():
                 action = store.upsert_item(
@@ -171,8 +171,9 @@ def refresh_hot_memory(
                     model=model,
                 )
                 if action == store.UNCHANGED:
-                    lineage = {"model": model, "prompt_version": PROMPT_VERSION, "run_id": run_id}
-                    store.confirm_item(conn, **identity, **lineage)
+                    store.confirm_item(
+                        conn, **identity, model=model, prompt_version=PROMPT_VERSION, run_id=run_id
+                    )
                 if recompute is None:
                     advance_watermark(conn, STAGE, scope, scope.upto_seq, run_id)
             result.summaries_written += action in store.CHANGED_ACTIONS

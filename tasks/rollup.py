@@ -214,7 +214,7 @@ def prepare_week(
     bounds = {"namespace": row.namespace, "subject_id": row.subject_id, "start": start, "end": end}
     existing = conn.execute(SELECT_REPORT, {**bounds, "week_start": row.week_start}).first()
     metrics = conn.execute(SELECT_METRICS, {**bounds, "tz": settings.timezone}).scalar_one()
-    if is_current(existing, row, model, recompute):  # read under the scope-week's lock
+    if existing is not None and is_current(existing, row, model, recompute):  # read under the lock
         if existing.metrics == metrics:
             result.unchanged += 1
         else:
