@@ -55,6 +55,7 @@ class ExpireResult(BaseModel):
     oldest_event_at: datetime | None = None
     newest_event_at: datetime | None = None
     archive_path: str | None = None
+    embedding_cache_pruned: int = 0  # cached vectors of removed texts that no remaining row uses
     report_id: int | None = None
 
 
@@ -68,5 +69,6 @@ class ForgetResult(BaseModel):
 
     @property
     def total(self) -> int:
-        """Rows removed (llm_calls rows are kept, only unlinked from the subject)."""
-        return sum(count for table, count in self.counts.items() if table != "llm_calls_unlinked")
+        """Rows removed (llm_calls and pipeline_runs rows are kept, only unlinked or scrubbed)."""
+        kept = ("_unlinked", "_cleared", "_scrubbed")
+        return sum(count for table, count in self.counts.items() if not table.endswith(kept))

@@ -63,7 +63,9 @@ class ReflectionOutput(BaseModel):
 
 
 class HotSummaryOutput(BaseModel):
-    """Seed 001 hot memory: a compact summary of a scope's latest messages."""
+    """Seed 001 hot memory: a compact summary of a scope's latest messages, and the typed items it found
+    (seed 001 refreshHotMemory: status, decision, preference)."""
 
     summary: str = Field(min_length=1)
     source_message_ids: list[int] = Field(default_factory=list)
+    items: list[ExtractedItem] = Field(default_factory=list)

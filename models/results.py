@@ -77,6 +77,7 @@ class HotMemoryResult(LLMStageResult):
         0, description="recomputing: skipped, the configured model and prompt version wrote their summary"
     )
     summaries_written: int = 0
+    items_written: int = Field(0, description="typed items (status, decision, preference) new or changed")
     llm_calls: int = 0
     cache_hits: int = 0
     tokens: int = 0

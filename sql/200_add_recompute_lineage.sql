@@ -16,6 +16,8 @@ comment on column memory_items.confirmed_run_id is 'The pipeline run of that con
 comment on column memory_items.confirmed_at is 'When the value was last confirmed by a re-extraction.';
 
 alter table weekly_reports add column revision integer not null default 1;
+-- A revision belongs to its report in the report's namespace (as L2 history does, sql/100).
+alter table weekly_reports add constraint weekly_reports_report_namespace_key unique (report_id, namespace);
 
 comment on column weekly_reports.revision is
     'Revision of the report: 1 when first written, + 1 each time it is rewritten; earlier ones are in weekly_report_revisions.';
@@ -23,7 +25,7 @@ comment on column weekly_reports.revision is
 -- grain: one row per earlier revision of a weekly report (the current one stays in weekly_reports)
 create table weekly_report_revisions (
     revision_id bigint generated always as identity primary key,
-    report_id bigint not null references weekly_reports (report_id) on delete cascade,
+    report_id bigint not null,
     namespace text not null,
     subject_id text not null,
     week_start date not null,
@@ -38,7 +40,8 @@ create table weekly_report_revisions (
     model text,
     written_at timestamptz not null,
     superseded_at timestamptz not null default now(),
-    unique (report_id, revision)
+    unique (report_id, revision),
+    foreign key (report_id, namespace) references weekly_reports (report_id, namespace) on delete cascade
 );
 create index weekly_report_revisions_scope_idx on weekly_report_revisions (namespace, subject_id, week_start);
 

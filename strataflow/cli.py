@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "memory",
     "access",
     "docs",
+    "protocols",
 )
 
 

@@ -12,6 +12,8 @@ oldest/newest event time removed, forced, reason. A dry run changes nothing else
 message_keys row (ids, content hash, times) with expired_at set, so L2/L3 lineage still resolves.
 With settings.archive_expired, the rows (text and metadata; not the embedding, which the text regenerates)
 are written to one Parquet file under settings.archive_dir before they go; forget rewrites archives.
+The embedding_cache rows of the removed texts go too, unless a remaining row (a live L1 message, an L2 item,
+an L3 report or insight, an asset chunk) has the same text: the cache keeps no text of expired messages.
 """
 
 from __future__ import annotations
@@ -145,6 +147,26 @@ DELETE_ALLOWED = text(
     where c.allowed and not c.dropped and m.message_id = c.message_id and m.event_at = c.event_at
     """
 )
+# The vectors of the removed messages' texts, where no remaining row has that text (the rows of partitions
+# about to be dropped do not count; the other allowed rows are deleted by now). The L2/L3 texts are hashed as
+# tasks/embed.py embeds them (the stripped statement or summary).
+PRUNE_EMBEDDING_CACHE = text(
+    """
+    delete from embedding_cache as e
+    where e.content_hash in (select k.content_hash from expire_candidates as c
+                             join message_keys as k on k.message_id = c.message_id
+                             where c.allowed)
+      and not exists (select 1 from conversation_messages as m
+                      where m.content_hash = e.content_hash and m.tableoid <> all(cast(:dropped as oid[])))
+      and not exists (select 1 from asset_chunks as a where a.content_hash = e.content_hash)
+      and not exists (select 1 from memory_items as i
+                      where encode(sha256(convert_to(btrim(i.statement), 'UTF8')), 'hex') = e.content_hash)
+      and not exists (select 1 from weekly_reports as r
+                      where encode(sha256(convert_to(r.summary, 'UTF8')), 'hex') = e.content_hash)
+      and not exists (select 1 from insights as n
+                      where encode(sha256(convert_to(n.statement, 'UTF8')), 'hex') = e.content_hash)
+    """
+)
 INSERT_REPORT = text(
     """
     insert into deletion_reports (run_id, kind, namespace, dry_run, forced, reason, counts,
@@ -183,6 +205,8 @@ def expire_rows(
             result.archive_path = str(_archive(conn, settings.archive_dir, run_id, now))
         conn.execute(MARK_KEYS_EXPIRED, {"now": now})
         conn.execute(DELETE_ALLOWED)
+        dropped = {"dropped": [oid for oid, _, _ in droppable]}
+        result.embedding_cache_pruned = conn.execute(PRUNE_EMBEDDING_CACHE, dropped).rowcount
         # Last: detaching takes an ACCESS EXCLUSIVE lock on conversation_messages until commit; keep it short.
         for _, qualified, _ in droppable:
             conn.execute(text(f"alter table conversation_messages detach partition {qualified}"))
@@ -254,6 +278,7 @@ def _totals(result: ExpireResult) -> dict[str, int]:
         "deleted": result.deleted_rows,
         "guarded": result.guarded_rows,
         "partitions_dropped": len(result.partitions_dropped),
+        "embedding_cache_pruned": result.embedding_cache_pruned,
     }
 
 

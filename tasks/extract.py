@@ -216,13 +216,14 @@ def _extract_scope(
             last = index == len(work.batches) - 1
             position = max(m.ingest_seq for m in (work.messages if last else batch))
             with conn.begin():
-                if _apply_items(conn, gateway, scope, batch, output.items, result):
-                    refresh_documents(conn, scope.namespace, scope.subject_id)
+                _apply_items(conn, gateway, scope, batch, output.items, result)
+                refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:
                     advance_watermark(conn, STAGE, scope, position, gateway.run_id)
             result.messages += sum(m.role in EXTRACT_ROLES for m in batch)
         if not work.batches and work.messages and recompute is None:
             with conn.begin():
+                refresh_documents(conn, scope.namespace, scope.subject_id)
                 position = max(m.ingest_seq for m in work.messages)
                 advance_watermark(conn, STAGE, scope, position, gateway.run_id)
 

@@ -2,16 +2,23 @@
 
 Removed: L1 (conversation_messages, message_keys: the lineage anchors go too), L2 (memory_items with their
 whole history in memory_item_versions), profile_documents, L3 (weekly_reports, insights), quarantine rows
-naming the subject (subject_id column, or a raw record with that "subject_id"), the subject's LLM result
-cache (llm_cache), embedding_cache rows of the subject's texts that no other scope uses, the subject's
-watermarks, and the subject's rows inside Parquet archives written by expiry (files rewritten).
+naming the subject (the subject_id stored at quarantine time, or a raw record whose "subject_id" is the
+subject however its JSON is spaced, malformed lines included), the subject's LLM result cache (llm_cache),
+embedding_cache rows of the subject's texts that no other scope uses, the subject's watermarks, and the
+subject's rows inside Parquet archives written by expiry (files rewritten).
 
-Kept, on purpose:
+Kept, on purpose, and scrubbed:
 - llm_calls: the ledger is accounting (tokens, cost, model, hashes; no prompt text). Its rows stay so
-  per-run and per-namespace spend remain true, but their subject_id is set to null.
+  per-run and per-namespace spend remain true, but their subject_id is set to null and their error text
+  (a model's validation errors, which once carried its output) is cleared, as is any error of the namespace
+  that names the subject.
+- pipeline_runs: a run's counts, parameters or error that name the subject (an error list of an older
+  version, say) get "[forgotten]" in its place.
 - deletion_reports: the forget report itself stores counts only, and `sha256:<hex>` of namespace + NUL +
   subject_id instead of the id: an auditor who knows the id can confirm it was forgotten; the report alone
   names nobody. Earlier expiry reports hold per-namespace counts only.
+
+The subject is matched in free text as a whole id: not inside a longer id (u1 does not match u10).
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -38,6 +47,7 @@ SELECT_SUBJECT_TEXTS = text(
     select statement as body from memory_items where {SCOPE} and statement is not null
     union select statement from memory_item_versions where {SCOPE} and statement is not null
     union select summary from weekly_reports where {SCOPE}
+    union select summary from weekly_report_revisions where {SCOPE}
     union select statement from insights where {SCOPE}
     """
 )
@@ -62,6 +72,7 @@ DELETES = (
     ("memory_item_versions", text(f"delete from memory_item_versions where {SCOPE}")),
     ("memory_items", text(f"delete from memory_items where {SCOPE}")),
     ("profile_documents", text(f"delete from profile_documents where {SCOPE}")),
+    ("weekly_report_revisions", text(f"delete from weekly_report_revisions where {SCOPE}")),
     ("weekly_reports", text(f"delete from weekly_reports where {SCOPE}")),
     ("insights", text(f"delete from insights where {SCOPE}")),
     ("llm_cache", text(f"delete from llm_cache where {SCOPE}")),
@@ -72,13 +83,38 @@ DELETES = (
             """
             delete from quarantine
             where (namespace = :namespace or namespace is null)
-              and (subject_id = :subject_id or strpos(raw_record, :needle_spaced) > 0
-                   or strpos(raw_record, :needle_compact) > 0)
+              and (subject_id = :subject_id or raw_record ~ :raw_subject_pattern)
             """
         ),
     ),
 )
+CLEAR_LLM_CALL_ERRORS = text(
+    """
+    update llm_calls set error = null
+    where error is not null
+      and ((namespace = :namespace and subject_id = :subject_id)
+           or ((namespace = :namespace or namespace is null) and error ~ :subject_pattern))
+    """
+)
 UNLINK_LLM_CALLS = text(f"update llm_calls set subject_id = null where {SCOPE}")
+SELECT_RUNS_NAMING = text(
+    """
+    select run_id, parameters, counts, error from pipeline_runs
+    where (namespace = :namespace or namespace is null)
+      and (parameters::text ~ :subject_pattern or counts::text ~ :subject_pattern
+           or error ~ :subject_pattern)
+    """
+)
+UPDATE_RUN = text(
+    """
+    update pipeline_runs
+    set parameters = cast(:parameters as jsonb), counts = cast(:counts as jsonb), error = :error
+    where run_id = :run_id
+    """
+)
+FORGOTTEN = "[forgotten]"
+# Characters that continue an id: the subject matches only where none of them touches it.
+ID_CHARS = "[:alnum:]_-"
 SELECT_ARCHIVES = text("select distinct archive_path from deletion_reports where archive_path is not null")
 INSERT_REPORT = text(
     """
@@ -103,11 +139,16 @@ def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.
     counts = {
         "embedding_cache": conn.execute(DELETE_EMBEDDING_CACHE, {**scope, "hashes": sorted(hashes)}).rowcount
     }
-    quoted = json.dumps(subject_id, ensure_ascii=False)
-    params = {**scope, "needle_spaced": f'"subject_id": {quoted}', "needle_compact": f'"subject_id":{quoted}'}
+    params = {
+        **scope,
+        "raw_subject_pattern": raw_subject_pattern(subject_id),
+        "subject_pattern": subject_pattern(subject_id),
+    }
     for table, statement in DELETES:
         counts[table] = conn.execute(statement, params).rowcount
+    counts["llm_calls_errors_cleared"] = conn.execute(CLEAR_LLM_CALL_ERRORS, params).rowcount
     counts["llm_calls_unlinked"] = conn.execute(UNLINK_LLM_CALLS, scope).rowcount
+    counts["pipeline_runs_scrubbed"] = _scrub_runs(conn, params, subject_id)
     counts["archive_rows"] = sum(
         _rewrite_archive(Path(row.archive_path), namespace, subject_id)
         for row in conn.execute(SELECT_ARCHIVES)
@@ -125,6 +166,48 @@ def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.
         },
     ).scalar_one()
     return result
+
+
+def subject_pattern(subject_id: str) -> str:
+    """A PostgreSQL regular expression matching subject_id as a whole id in free text or JSON text."""
+    return f"(^|[^{ID_CHARS}]){_are_escape(subject_id)}($|[^{ID_CHARS}])"
+
+
+def raw_subject_pattern(subject_id: str) -> str:
+    """A PostgreSQL regular expression for a raw record's "subject_id" member with this value, whatever the
+    spacing around the colon, in either JSON spelling of the value (escaped non-ASCII or not)."""
+    spellings = dict.fromkeys((json.dumps(subject_id, ensure_ascii=False), json.dumps(subject_id)))
+    return '"subject_id"\\s*:\\s*(' + "|".join(_are_escape(s) for s in spellings) + ")"
+
+
+def _are_escape(value: str) -> str:
+    """value as a literal inside a PostgreSQL (ARE) regular expression: every non-alphanumeric escaped."""
+    return "".join(ch if ch.isalnum() else "\\" + ch for ch in value)
+
+
+def _scrub_runs(conn: Connection, params: dict[str, Any], subject_id: str) -> int:
+    """Replace the subject in pipeline_runs parameters, counts and error text; the number of runs changed."""
+    pattern = re.compile(rf"(?<![\w-]){re.escape(subject_id)}(?![\w-])")
+    changed = 0
+    for run in conn.execute(SELECT_RUNS_NAMING, params).all():
+        parameters, counts = _scrub(run.parameters, pattern), _scrub(run.counts, pattern)
+        error = None if run.error is None else pattern.sub(FORGOTTEN, run.error)
+        if (parameters, counts, error) != (run.parameters, run.counts, run.error):
+            row = {"run_id": run.run_id, "parameters": json.dumps(parameters), "counts": json.dumps(counts)}
+            conn.execute(UPDATE_RUN, {**row, "error": error})
+            changed += 1
+    return changed
+
+
+def _scrub(value: Any, pattern: re.Pattern[str]) -> Any:
+    """A JSON value with the subject replaced in every string and key."""
+    if isinstance(value, str):
+        return pattern.sub(FORGOTTEN, value)
+    if isinstance(value, list):
+        return [_scrub(item, pattern) for item in value]
+    if isinstance(value, dict):
+        return {pattern.sub(FORGOTTEN, key): _scrub(item, pattern) for key, item in value.items()}
+    return value
 
 
 def _rewrite_archive(path: Path, namespace: str, subject_id: str) -> int:

@@ -9,7 +9,7 @@ from strataflow.commands.common import cli_errors, settings_or_exit
 access_app = typer.Typer(help="Roles and namespace grants (row-level security).", no_args_is_help=True)
 
 
-def _engine():  # type: ignore[no-untyped-def]
+def _engine():
     from strataflow.db.engine import engine_for
 
     return engine_for(settings_or_exit())
@@ -24,20 +24,47 @@ def create_role(
 ) -> None:
     """Create a LOGIN role in the agent or analyst group. It sees nothing until granted a namespace.
 
-    With the embedded server it logs in over the local socket; with an external server a generated password
-    is printed once (store it in PGPASSWORD or ~/.pgpass).
+    The role gets a generated password (set as a SCRAM verifier), kept in STRATAFLOW_HOME/secrets (mode
+    0600): `strataflow db url --role NAME` prints a URL with it. With an external server (DATABASE_URL) the
+    password is also printed once, for the client that will use it.
 
     Example: strataflow access create-role bi --kind analyst
     """
-    from strataflow.db import roles
+    from strataflow.db import passwords, roles
     from strataflow.db.engine import engine_for
 
     settings = settings_or_exit()
     with cli_errors(), engine_for(settings).begin() as conn:
-        password = roles.create_role(conn, name, kind, with_password=settings.database_url is not None)
-    typer.echo(f"created {kind} role {name}", err=True)
-    if password:
-        typer.echo(f"password (shown once): {password}")
+        password = roles.create_role(conn, name, kind)
+        assert password is not None
+        passwords.store_role_password(settings.home, name, password)
+    typer.echo(
+        f"created {kind} role {name}; its password is in {passwords.role_password_path(settings.home, name)}",
+        err=True,
+    )
+    if settings.database_url is not None:
+        typer.echo(f"password: {password}")
+
+
+@access_app.command("rotate-password")
+def rotate_password(name: str = typer.Argument(..., help="Login role made by create-role.")) -> None:
+    """Give a role a new generated password (the old one stops working for new connections).
+
+    Open connections stay open; clients reconnect with `strataflow db url --role NAME`.
+
+    Example: strataflow access rotate-password bi
+    """
+    from strataflow.db import passwords, roles
+    from strataflow.db.engine import engine_for
+
+    settings = settings_or_exit()
+    password = passwords.generate_password()
+    with cli_errors(), engine_for(settings).begin() as conn:
+        roles.set_password(conn, name, password)
+        passwords.store_role_password(settings.home, name, password)
+    typer.echo(f"new password for {name} in {passwords.role_password_path(settings.home, name)}", err=True)
+    if settings.database_url is not None:
+        typer.echo(f"password: {password}")
 
 
 @access_app.command("grant")

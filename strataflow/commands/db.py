@@ -58,18 +58,36 @@ def url(
 ) -> None:
     """Print the libpq connection URL (for psql or a BI tool) as the only line on stdout.
 
+    The URL holds a password (the owner's, or with --role that role's, from STRATAFLOW_HOME/secrets): treat it
+    as a secret.
+
     Example: psql "$(strataflow db url)"
     """
-    from strataflow.db.engine import libpq_url
+    from strataflow.db.engine import libpq_url, role_libpq_url
 
     settings = settings_or_exit()
     with cli_errors():
-        uri = libpq_url(settings)
-        if role:
-            from strataflow.db.roles import role_url
-
-            uri = role_url(uri, role)
+        uri = role_libpq_url(settings, role) if role else libpq_url(settings)
     typer.echo(uri)
+
+
+@db_app.command("rotate-password")
+def rotate_password() -> None:
+    """Give the embedded server's owner a new generated password (kept in STRATAFLOW_HOME/secrets).
+
+    Open connections stay open; later commands read the new password. Roles: `strataflow access
+    rotate-password NAME`.
+
+    Example: strataflow db rotate-password
+    """
+    from strataflow.db import embedded
+
+    settings = settings_or_exit()
+    with cli_errors():
+        if settings.database_url is not None:
+            raise UserError("DATABASE_URL is set: change that server's password there, then DATABASE_URL")
+        embedded.rotate_owner_password(settings.home)
+    typer.echo("the owner has a new password", err=True)
 
 
 @db_app.command("stop")

@@ -10,7 +10,7 @@ import typer
 from strataflow.commands.common import UserError, cli_errors, recorded_run, report_failures, settings_or_exit
 
 profile_app = typer.Typer(
-    help="Profiles built from L2: summarize, and the user/work documents.", no_args_is_help=True
+    help="Seed 002 user/work profile documents and the seed 000 summary.", no_args_is_help=True
 )
 
 NAMESPACE = typer.Option(..., "--namespace", "-n", help="Namespace of the subject.")
@@ -78,21 +78,22 @@ def extract(
 
 
 @profile_app.command("get")
-def profile_get(namespace: str = NAMESPACE, subject: str = SUBJECT, doc: str = DOC_TYPE) -> None:
-    """Print a subject's user or work profile document as JSON (fields with value, source, confidence).
+def profile_get(
+    namespace: str = NAMESPACE,
+    subject: str = SUBJECT,
+    doc: str = typer.Option("all", "--doc", "-d", help="user, work, or all (both, with their status)."),
+) -> None:
+    """Print a subject's seed 002 profile document(s) as JSON (entries carry meta: source, confidence, time).
 
     Example: strataflow profile get --namespace consult --subject client-a --doc user
     """
-    from strataflow.memory.profiles import get_profile, refresh_documents
+    from strataflow.memory.profiles import get_profile, get_profiles
 
-    def run(conn: Any) -> Any:
-        document = get_profile(conn, namespace, subject, doc)
-        if document is None:
-            refresh_documents(conn, namespace, subject)
-            document = get_profile(conn, namespace, subject, doc)
-        return document
-
-    _print(_in_transaction(run))
+    if doc == "all":
+        typer.echo(json.dumps(_in_transaction(lambda conn: get_profiles(conn, namespace, subject)), indent=2,
+                              ensure_ascii=False))  # fmt: skip
+        return
+    _print(_in_transaction(lambda conn: get_profile(conn, namespace, subject, doc)))
 
 
 @profile_app.command("put")
@@ -103,9 +104,10 @@ def profile_put(
     fields: list[str] = FIELDS,
     fields_json: str = FIELDS_JSON,
 ) -> None:
-    """Replace a profile document with the given fields (source manual; fields left out are deleted).
+    """Replace a profile document (seed 002 PUT): fields left out take their defaults; changes become manual.
 
-    Example: strataflow profile put -n consult -s client-a --doc user --set age=33 --set location=上海
+    The content is validated against UserMemoryContent / WorkProfileContent; an error names the bad field.
+    Example: strataflow profile put -n consult -s client-a --doc user --json '{"occupation": "产品经理"}'
     """
     from strataflow.memory.profiles import put_profile
 
@@ -121,10 +123,10 @@ def profile_patch(
     fields: list[str] = FIELDS,
     fields_json: str = FIELDS_JSON,
 ) -> None:
-    """Set some fields of a profile document (source manual; a null value deletes the field).
+    """Change some fields of a profile document (seed 002 PATCH: objects merge, lists replace).
 
-    Extraction never overwrites a manual field: a conflicting extracted value goes to history.
-    Example: strataflow profile patch -n consult -s client-a --set location=上海
+    What you change becomes manual, and extraction never overwrites it.
+    Example: strataflow profile patch -n consult -s client-a --set occupation="data engineer"
     """
     from strataflow.memory.profiles import patch_profile
 
@@ -137,27 +139,25 @@ def profile_status(
     namespace: str = NAMESPACE,
     subject: str = SUBJECT,
     doc: str = DOC_TYPE,
-    status: str = typer.Argument(..., help="ACTIVE or DISABLED."),
+    status: str = typer.Argument(..., help="active or disabled (either case)."),
 ) -> None:
-    """Mark a profile document ACTIVE or DISABLED.
+    """Mark a profile document active or disabled (a disabled one is left out of contexts and tool answers).
 
-    Example: strataflow profile status -n consult -s client-a --doc work DISABLED
+    Example: strataflow profile status -n consult -s client-a --doc work disabled
     """
     from strataflow.memory.profiles import set_profile_status
 
-    if not _in_transaction(lambda conn: set_profile_status(conn, namespace, subject, doc, status.upper())):
-        with cli_errors():
-            raise UserError(f"no {doc} profile for {namespace}/{subject}: run strataflow extract first")
-    typer.echo(f"{namespace}/{subject} {doc} profile: {status.upper()}")
+    document = _in_transaction(lambda conn: set_profile_status(conn, namespace, subject, doc, status))
+    typer.echo(f"{namespace}/{subject} {doc} profile: {document.status}")
 
 
 @profile_app.command("summarize")
 def profile_summarize(namespace: str = NAMESPACE, subject: str = SUBJECT) -> None:
-    """Print the seed 000 structured profile (basic, career, immigration, family), completeness and narrative.
+    """Print the seed 000 summary: the four sections, completeness and a narrative in the subject's language.
 
     Example: strataflow profile summarize --namespace consult --subject client-a
     """
-    from strataflow.memory.profiles import summarize
+    from strataflow.memory.user_memory import summarize
 
     _print(_in_transaction(lambda conn: summarize(conn, namespace, subject)))
 
@@ -202,7 +202,7 @@ def _print(model: Any) -> None:
     if model is None:
         typer.echo("{}")
         return
-    typer.echo(model.model_dump_json(indent=2))
+    typer.echo(json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False))
 
 
 def register(app: typer.Typer) -> None:

@@ -185,7 +185,9 @@ def get(
             raise MemoryNotFound(f"no memory item {item_id or f'{kind}:{key}'} in namespace {namespace!r}")
         payload = item.model_dump(mode="json")
         if history:
-            payload["history"] = [v.model_dump(mode="json") for v in memory_history(conn, item.item_id)]
+            payload["history"] = [
+                v.model_dump(mode="json") for v in memory_history(conn, namespace, item.item_id)
+            ]
         return payload
 
     _emit(_write(action))
@@ -243,10 +245,19 @@ def context(
     query: str = typer.Option(..., "--query", "-q", help="The user's message the context is for."),
     budget: int = typer.Option(2000, "--budget", min=1, help="Token budget (litellm.token_counter)."),
     fmt: str = typer.Option("text", "--format", help="text (a <memory-context> block) or json."),
+    intent: str = typer.Option(
+        None, "--intent", help="QA_QUERY, QC_TASK, PROTOCOL_QA, GENERAL (default: from the query)."
+    ),
+    profile: str = typer.Option(
+        "none", "--profile", help="Seed 002 documents to include: user, work, both, none."
+    ),
+    agent: str = typer.Option(
+        None, "--agent", help="Seed 003 agent scope: its own, shared and unscoped items."
+    ),
 ) -> None:
     """Print the memory context for a prompt: chosen by the query's intent, within the token budget.
 
-    Example: strataflow context -n demo -s u1 -q "what happened last week?" --budget 1500
+    Example: strataflow context -n demo -s u1 -q "what happened last week?" --budget 1500 --profile user
     """
     from strataflow.db.engine import engine_for
     from strataflow.retrieval.context import build_context
@@ -259,8 +270,9 @@ def context(
         try:
             with engine_for(settings).connect() as conn:
                 result = build_context(
-                    conn, settings, namespace, subject, query, budget_tokens=budget, fmt=fmt
-                )  # type: ignore[arg-type]
+                    conn, settings, namespace, subject, query, budget_tokens=budget, fmt=fmt,  # type: ignore[arg-type]
+                    intent=intent, profile=profile, agent_id=agent,
+                )  # fmt: skip
         except ValueError as exc:
             raise UserError(str(exc)) from None
     typer.echo(result.text)

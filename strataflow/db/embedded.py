@@ -2,15 +2,27 @@
 
 The server is started by the first process that needs it and left running for every later process and
 command; `strataflow db stop` stops it. Connections use a Unix socket (no TCP port is opened).
+
+Authentication: pgserver's initdb trusts every local login. The first start under this code (a new home, or
+a home made by an older strataflow) secures it once: the owner (postgres) gets a generated password, every
+other login role without a password gets one (strataflow.db.passwords keeps them, mode 0600), and
+pg_hba.conf is rewritten to scram-sha-256 for every role and reloaded. From then on a URL without the right
+password is refused, the owner's included.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import subprocess
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from strataflow.db import passwords
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +35,27 @@ def pgdata_dir(home: Path) -> Path:
     return home / "pg"
 
 
+OWNER = "postgres"
+HBA_MARKER = "# strataflow: every login needs its password (scram-sha-256)"
+HBA_RULES = f"""{HBA_MARKER}
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+local   all       all                 scram-sha-256
+host    all       all   127.0.0.1/32  scram-sha-256
+host    all       all   ::1/128       scram-sha-256
+"""
+# Login roles that could only log in because the server trusted them (a password set by hand stays).
+SELECT_ROLES_WITHOUT_PASSWORD = (
+    "select rolname from pg_authid"
+    " where rolcanlogin and rolpassword is null and rolname <> current_user and rolname !~ '^pg_'"
+)
+
+
+class EmbeddedAuthError(RuntimeError):
+    """The embedded server requires a password this home does not have; the message says what to do."""
+
+
 def _running_uri(pgdata: Path) -> str | None:
-    """URI of a server already running on pgdata, without taking pgserver's global lock."""
+    """URI of a server already running on pgdata (no password), without taking pgserver's global lock."""
     from pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
@@ -34,17 +65,108 @@ def _running_uri(pgdata: Path) -> str | None:
 
 
 def ensure_running(home: Path) -> str:
-    """Start (or reuse) the embedded server for this home; return its libpq URI."""
+    """Start (or reuse) the embedded server for this home, secured; return the owner's libpq URI."""
     pgdata = pgdata_dir(home)
-    if pgdata.exists() and (uri := _running_uri(pgdata)):
-        return uri
-    home.mkdir(parents=True, exist_ok=True)
-    import pgserver
+    uri = _running_uri(pgdata) if pgdata.exists() else None
+    if uri is None:
+        home.mkdir(parents=True, exist_ok=True)
+        import pgserver
 
-    logger.info("starting the embedded PostgreSQL under %s", pgdata)
-    # cleanup_mode=None: the server outlives this process, so every command shares one server.
-    server = pgserver.get_server(pgdata, cleanup_mode=None)
-    return server.get_uri()
+        logger.info("starting the embedded PostgreSQL under %s", pgdata)
+        # cleanup_mode=None: the server outlives this process, so every command shares one server.
+        uri = pgserver.get_server(pgdata, cleanup_mode=None).get_uri()
+    if not _hba_secured(pgdata):
+        _secure(home, pgdata, uri)
+    password = passwords.read_secret(passwords.owner_password_path(home))
+    if password is None:
+        raise EmbeddedAuthError(
+            f"the embedded server under {pgdata} requires a password and "
+            f"{passwords.owner_password_path(home)} is missing: restore that file (mode 0600) from a backup "
+            "of this STRATAFLOW_HOME"
+        )
+    return with_login(uri, OWNER, password)
+
+
+def with_login(uri: str, user: str, password: str) -> str:
+    """uri with its user and password replaced (the host, database and query stay)."""
+    parts = urlsplit(uri)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _hba_path(pgdata: Path) -> Path:
+    return pgdata / "pg_hba.conf"
+
+
+def _hba_secured(pgdata: Path) -> bool:
+    try:
+        return _hba_path(pgdata).read_text(encoding="utf-8").startswith(HBA_MARKER)
+    except FileNotFoundError:
+        return False
+
+
+@contextmanager
+def _home_lock(home: Path) -> Iterator[None]:
+    """One process at a time secures a home (an exclusive lock on a file under its secrets directory)."""
+    directory = passwords.secrets_dir(home)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _secure(home: Path, pgdata: Path, uri: str) -> None:
+    """Passwords for the owner and every login role, then scram-sha-256 in pg_hba.conf (once per home)."""
+    import psycopg
+
+    with _home_lock(home):
+        if _hba_secured(pgdata):
+            return
+        owner_path = passwords.owner_password_path(home)
+        owner_password = passwords.read_secret(owner_path) or passwords.generate_password()
+        passwords.write_secret(owner_path, owner_password)
+        logger.info("securing the embedded server under %s: passwords and scram-sha-256", pgdata)
+        # Trusted, the password is not asked for; a server already asking for it gets the stored one.
+        with psycopg.connect(with_login(uri, OWNER, owner_password), autocommit=True) as conn:
+            passwords.set_password(conn, OWNER, owner_password)
+            for (role,) in conn.execute(SELECT_ROLES_WITHOUT_PASSWORD).fetchall():
+                if not passwords.ROLE_FILE_NAME.match(role):
+                    logger.warning("login role %r has an unusual name and gets no stored password", role)
+                    continue
+                password = passwords.role_password(home, role) or passwords.generate_password()
+                passwords.store_role_password(home, role, password)
+                passwords.set_password(conn, role, password)
+            _write_hba(pgdata)
+            conn.execute("select pg_reload_conf()")
+
+
+def rotate_owner_password(home: Path) -> None:
+    """Give the owner a new generated password: set on the server first, then kept in the home. Open
+    connections stay; a process that read the old password before the change must reconnect."""
+    import psycopg
+
+    uri = ensure_running(home)
+    with _home_lock(home), psycopg.connect(uri, autocommit=True) as conn:
+        password = passwords.generate_password()
+        passwords.set_password(conn, OWNER, password)
+        passwords.write_secret(passwords.owner_password_path(home), password)
+
+
+def _write_hba(pgdata: Path) -> None:
+    """Replace pg_hba.conf, keeping its owner and mode (the server runs as another user when we are root)."""
+    path = _hba_path(pgdata)
+    info = path.stat()
+    tmp = path.with_name("pg_hba.conf.strataflow.tmp")
+    tmp.write_text(HBA_RULES, encoding="utf-8")
+    os.chmod(tmp, info.st_mode & 0o777)
+    if os.name != "nt" and os.geteuid() == 0:
+        os.chown(tmp, info.st_uid, info.st_gid)
+    os.replace(tmp, path)
 
 
 def is_running(home: Path) -> bool:
@@ -83,12 +205,19 @@ def stop(home: Path) -> bool:
 def backup(uri: str, out: Path) -> None:
     """Dump the database with the pg_dump bundled in the wheel (custom format, restore with pg_restore)."""
     from pgserver._commands import POSTGRES_BIN_PATH
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     out = out.resolve()
+    # The password goes in the environment, not on the command line (which other local users can list).
+    info = conninfo_to_dict(uri)
+    password = info.pop("password", None)
+    env = {**os.environ, **({"PGPASSWORD": str(password)} if password else {})}
     result = subprocess.run(
-        [str(POSTGRES_BIN_PATH / "pg_dump"), "--format=custom", f"--file={out}", uri],
+        [str(POSTGRES_BIN_PATH / "pg_dump"), "--format=custom", f"--file={out}", make_conninfo("", **info)],
         capture_output=True,
         text=True,
+        env=env,
     )
     if result.returncode != 0:
         raise RuntimeError(f"pg_dump failed: {result.stderr.strip()}")
+    out.chmod(0o600)  # the whole database: as private as the password files

@@ -20,11 +20,27 @@ class DatabaseError(RuntimeError):
 
 
 def libpq_url(settings: Settings) -> str:
-    """A postgresql:// URI (what psql and BI tools take), starting the embedded server when needed."""
+    """A postgresql:// URI (what psql and BI tools take), starting the embedded server when needed; for the
+    embedded server it logs in as the owner with the password kept in STRATAFLOW_HOME."""
     if settings.database_url is not None:
         url = settings.database_url.get_secret_value()
         return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
     return embedded.ensure_running(settings.home)
+
+
+def role_libpq_url(settings: Settings, role: str) -> str:
+    """The libpq URI that logs in as a strataflow role, with the password kept in STRATAFLOW_HOME."""
+    from strataflow.db import passwords
+    from strataflow.db.roles import AccessError, check_role_name, role_url
+
+    password = passwords.role_password(settings.home, check_role_name(role))
+    if password is None:
+        raise AccessError(
+            f"no stored password for role {role!r} under {settings.home}: create the role with `strataflow "
+            f"access create-role {role} --kind agent`, or give it a new one with `strataflow access "
+            f"rotate-password {role}`"
+        )
+    return role_url(libpq_url(settings), role, password)
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -57,7 +73,7 @@ def _create_engine(url: str, timezone: str) -> Engine:
     engine = create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_conn, _record):
         with dbapi_conn.cursor() as cur:
             # Session time zone = STRATAFLOW_TIMEZONE, so current_date, date_trunc and ::date agree with it.
             cur.execute("select set_config('TimeZone', %s, false)", (timezone,))

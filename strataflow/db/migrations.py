@@ -104,10 +104,12 @@ def upgrade(engine: Engine, sql_dir: Path = SQL_DIR) -> list[str]:
 
 
 def _secure_new_relations(engine: Engine) -> None:
-    """Re-apply namespace row-level security and grants, covering tables and views added by later files."""
+    """Re-apply namespace row-level security and grants, covering tables and views added by later files, then
+    take back what agents must not have (sql/101: history writes, identity columns), in that order."""
     with engine.begin() as conn:
-        if conn.execute(text("select to_regprocedure('strataflow_apply_namespace_security()')")).scalar():
-            conn.execute(text("select strataflow_apply_namespace_security()"))
+        for function in ("strataflow_apply_namespace_security()", "strataflow_restrict_agent_writes()"):
+            if conn.execute(text("select to_regprocedure(:f)"), {"f": function}).scalar():
+                conn.execute(text(f"select {function}"))
 
 
 def _already_applied(conn: Connection, migration: Migration) -> bool:

@@ -123,7 +123,7 @@ def _demo_namespace(settings: Settings) -> str:
 
 def describe(conn: Connection, settings: Settings, summaries: list[RunSummary]) -> str:
     """The text the demo prints: layers, a Chinese profile, a report excerpt, a context block, next steps."""
-    from strataflow.memory.profiles import summarize
+    from strataflow.memory.user_memory import summarize
     from strataflow.retrieval.context import build_context
 
     layers = conn.execute(COUNT_LAYERS).mappings().one()
@@ -142,12 +142,12 @@ def describe(conn: Connection, settings: Settings, summaries: list[RunSummary]) 
         raise UserError("the backfill wrote no L2 items: see the flow log above")
     namespace, subject_id = subject.namespace, subject.subject_id
     profile = summarize(conn, namespace, subject_id)
-    lines += ["", f"Client profile {namespace}/{subject_id} (completeness {profile.completeness}%):"]
+    lines += ["", f"Client profile {namespace}/{subject_id} (completeness {profile.completeness.score}%):"]
     for section in ("basic", "career", "immigration", "family"):
-        values = getattr(profile, section)
+        values = getattr(profile.user_profile, section)
         shown = ", ".join(f"{key}={value}" for key, value in values.items()) or "-"
         lines.append(f"  {section:12} {shown}")
-    lines.append(f"  narrative    {profile.narrative}")
+    lines.append(f"  narrative    {profile.narrative_summary}")
     report = conn.execute(SELECT_REPORT, {"namespace": namespace, "subject_id": subject_id}).first()
     report = report or conn.execute(SELECT_ANY_REPORT).first()
     if report is not None:

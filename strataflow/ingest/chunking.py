@@ -209,7 +209,7 @@ def chunk_json(title: str, data: Any, max_tokens: int = MAX_TOKENS) -> list[Chun
     if isinstance(data, list):
         return chunk_records(title, enumerate(data, start=1), max_tokens)
     if isinstance(data, dict):
-        lines = []
+        lines: list[str] = []
         for key, value in data.items():
             items = value if isinstance(value, list) else [value]
             lines.extend(f"{key}: {record_line(item)}" for item in items)

@@ -8,6 +8,7 @@ same (namespace, source, source_message_id) in the same chunk (the later one win
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,6 +21,8 @@ from strataflow.ingest.intent import classify_intent
 from strataflow.ingest.readers import ReadError, ReadItem
 from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
 
+# The "subject_id" member of a line that is not valid JSON: any spacing, a JSON string value.
+RAW_SUBJECT = re.compile(r'"subject_id"\s*:\s*("(?:[^"\\]|\\.)*")')
 STAGE_COLUMNS = (
     "namespace",
     "source",
@@ -161,7 +164,6 @@ def _problem(
     """A quarantine row; the error names the record (source and position) and the field."""
     record = value if isinstance(value, dict) else {}
     source = options.source or _text(record.get("source")) or options.default_source
-    subject = _text(record.get("subject_id"))
     namespace = options.namespace or _text(record.get("namespace"))
     if isinstance(raw, bytes):
         raw_text = raw.decode("utf-8", errors="backslashreplace").rstrip("\r\n")
@@ -169,6 +171,9 @@ def _problem(
         raw_text = raw
     else:
         raw_text = to_json(record)
+    # A line that is not JSON at all still names its subject when its "subject_id" member can be read, so
+    # forget finds the row by its subject_id column.
+    subject = _text(record.get("subject_id")) if record else _subject_in_raw(raw_text)
     return {
         "namespace": namespace,
         "subject_id": subject,
@@ -179,6 +184,17 @@ def _problem(
         "error": f"{source} record {position}: {error}".replace("\x00", "\\x00"),
         "raw_record": raw_text.replace("\x00", "\\u0000"),
     }
+
+
+def _subject_in_raw(raw_text: str) -> str | None:
+    """The "subject_id" string of a malformed JSON line, if it has a readable one."""
+    match = RAW_SUBJECT.search(raw_text)
+    if match is None:
+        return None
+    try:
+        return _text(json.loads(match.group(1)))
+    except ValueError:
+        return None
 
 
 def to_json(value: Any) -> str:

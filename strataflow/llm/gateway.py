@@ -144,6 +144,20 @@ def scrub_secrets(message: str) -> str:
     return message[:ERROR_CHARS]
 
 
+def describe_validation_error(exc: ValidationError) -> str:
+    """The errors of an invalid model output without the values they are about (pydantic's text quotes the
+    output, which holds user text): field path, message and type only. A message from one of our own
+    validators may quote its value, so its quoted parts are dropped too."""
+    parts = []
+    for error in exc.errors(include_input=False, include_url=False, include_context=False):
+        where = ".".join(str(part) for part in error["loc"]) or "output"
+        message = error["msg"]
+        if error["type"] in ("value_error", "assertion_error"):
+            message = re.sub(r"'[^']*'|\"[^\"]*\"", "…", message)
+        parts.append(f"{where}: {message} [{error['type']}]")
+    return f"{exc.error_count()} validation error(s) for {exc.title}: " + "; ".join(parts)
+
+
 def parse_output(content: str, schema: type[T]) -> T:
     """The completion text as a schema instance; a ```json fence around it is tolerated."""
     body = content.strip()
@@ -286,7 +300,7 @@ class LLMGateway:
                 parsed: BaseModel | None = parse_output(content, schema)
                 error = None
             except ValidationError as exc:
-                parsed, error = None, scrub_secrets(str(exc))
+                parsed, error = None, scrub_secrets(describe_validation_error(exc))
             prompt_tokens, completion_tokens = self._usage(litellm, call.model, messages, content, response)
             self._record(
                 call,

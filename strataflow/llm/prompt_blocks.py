@@ -21,6 +21,11 @@ Every prompt also names its stage in a <task> block (extract, rollup, reflect, h
     <task>
     extract
     </task>
+
+User text cannot end a block or start one: in a JSON line every "<" is written \u003c, and the characters
+that some readers take for line breaks (U+2028, U+2029, U+0085) are escaped too, so one record is always
+exactly one line; a block's lines are split on "\n" only. In a text block, a "<" that could begin a marker
+is written &lt;. A record that cannot be written as one JSON line is an error naming it, never dropped.
 """
 
 from __future__ import annotations
@@ -32,18 +37,48 @@ from typing import Any
 
 # The closing marker must start a line: JSON lines hold no raw newline, so user text cannot close a block.
 BLOCK = re.compile(r"<(?P<name>[a-z_]+)>\n(?P<body>.*?)\n</(?P=name)>", re.DOTALL)
+# Written as \uXXXX inside JSON strings (they can only occur inside strings, so this keeps the JSON valid).
+JSON_LINE_ESCAPES = {"<": "\\u003c", "\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
+JSON_LINE_UNSAFE = re.compile("[<\u2028\u2029\u0085]")
+# A "<" that could begin a tag, a closing tag, a comment or a marker such as <!-- USER_MEMORY_START -->.
+MARKUP_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+class PromptBlockError(ValueError):
+    """A record that cannot be placed in a prompt; the message names the block and the record."""
+
+
+def escape_json(json_text: str) -> str:
+    """JSON text with "<", U+2028, U+2029 and U+0085 written as \\uXXXX (the same JSON value once parsed)."""
+    return JSON_LINE_UNSAFE.sub(lambda match: JSON_LINE_ESCAPES[match.group()], json_text)
+
+
+def json_line(record: Mapping[str, Any]) -> str:
+    """One record as a single JSON line that cannot open or close a block (see the module docstring)."""
+    return escape_json(json.dumps(dict(record), ensure_ascii=False, default=str, separators=(",", ":")))
+
+
+def escape_markup(value: str) -> str:
+    """Text placed between markers, with every "<" that could begin a marker written as &lt;."""
+    return MARKUP_START.sub("&lt;", value)
 
 
 def json_lines_block(name: str, records: Iterable[Mapping[str, Any]]) -> str:
     """A <name> block holding one JSON object per line (non-ASCII kept readable)."""
-    lines = [
-        json.dumps(dict(record), ensure_ascii=False, default=str, separators=(",", ":")) for record in records
-    ]
+    lines = []
+    for position, record in enumerate(records, start=1):
+        try:
+            line = json_line(record)
+            line.encode("utf-8")  # a lone surrogate cannot be sent to any model
+            lines.append(line)
+        except (TypeError, ValueError) as exc:
+            which = f"id {record['id']}" if "id" in record else f"record {position}"
+            raise PromptBlockError(f"<{name}> {which} cannot be placed in the prompt: {exc}") from None
     return f"<{name}>\n" + "\n".join(lines) + f"\n</{name}>"
 
 
 def text_block(name: str, body: str) -> str:
-    return f"<{name}>\n{body}\n</{name}>"
+    return f"<{name}>\n{escape_markup(body)}\n</{name}>"
 
 
 def parse_blocks(prompt: str) -> dict[str, str]:
@@ -51,9 +86,23 @@ def parse_blocks(prompt: str) -> dict[str, str]:
     return {match.group("name"): match.group("body") for match in BLOCK.finditer(prompt)}
 
 
+def json_block_lines(body: str) -> list[tuple[int, str]]:
+    """(line number, line) of a JSON-lines block body, split on "\n" only; blank lines are left out."""
+    return [(number, line) for number, line in enumerate(body.split("\n"), start=1) if line.strip()]
+
+
 def parse_json_lines(body: str) -> list[dict[str, Any]]:
-    """The records of a json_lines_block body; blank lines are skipped."""
-    return [json.loads(line) for line in body.splitlines() if line.strip()]
+    """The records of a json_lines_block body; a line that is not a JSON object raises PromptBlockError."""
+    records = []
+    for number, line in json_block_lines(body):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise PromptBlockError(f"line {number} of a JSON-lines block is not JSON: {exc.msg}") from None
+        if not isinstance(record, dict):
+            raise PromptBlockError(f"line {number} of a JSON-lines block is not a JSON object")
+        records.append(record)
+    return records
 
 
 def task_block(stage: str) -> str:

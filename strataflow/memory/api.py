@@ -73,7 +73,7 @@ SELECT_VERSIONS = text(
     select version, action, value, statement, category, importance, confidence, status, source, valid_from,
         valid_to, recorded_at, superseded_at, run_id, model, note
     from memory_item_versions
-    where item_id = :item_id
+    where item_id = :item_id and namespace = :namespace
     order by recorded_at, version_id
     """
 )
@@ -298,9 +298,11 @@ def search_memories(
     return hits
 
 
-def memory_history(conn: Connection, item_id: int) -> list[MemoryVersion]:
-    """Every version of an item, oldest first (valid_from/valid_to, recorded_at/superseded_at)."""
-    return [MemoryVersion(**row) for row in conn.execute(SELECT_VERSIONS, {"item_id": item_id}).mappings()]
+def memory_history(conn: Connection, namespace: str, item_id: int) -> list[MemoryVersion]:
+    """Every version of an item of namespace, oldest first (valid_from/valid_to, recorded_at/superseded_at);
+    empty when the item is not in namespace."""
+    params = {"item_id": item_id, "namespace": namespace}
+    return [MemoryVersion(**row) for row in conn.execute(SELECT_VERSIONS, params).mappings()]
 
 
 def _scope(

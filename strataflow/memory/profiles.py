@@ -1,45 +1,52 @@
-"""Profiles over L2: seed 000 save_info / summarize and seed 002 user and work profile documents.
+"""Seed 002 profile documents: each subject's user and work document, typed, with status and manual edits.
 
-Documents are built from the subject's active L2 items (kind hot_summary excluded):
-- the user document holds the basic, immigration and family profile keys and the subject's preferences,
-  intents and observations;
-- the work document holds the career keys and the project kinds (meta, status, decision, feedback, reference).
-Each field is {value, source, confidence, last_updated_at, kind}. A document is ACTIVE or DISABLED (a disabled
-document is still kept up to date, but agents should not read it). A manual edit (PUT or PATCH) is written to
-L2 as a manual item first, so extraction never silently overwrites it (see strataflow.memory.store).
+A document = what L2 says (strataflow.memory.profile_mapping, computed when read) + the owner's manual edits
+(the `manual` overlay of profile_documents), so:
+- both documents exist for every subject: a subject with no row reads as the default (empty) content built
+  from its L2 items; extraction writes both rows (tasks/extract.py calls refresh_documents per scope);
+- a PUT or PATCH is validated against UserMemoryContent / WorkProfileContent (ProfileValidationError names
+  the path of the bad field, e.g. people.0.name) and only what the client changed becomes manual: a changed
+  top-level field (or a sub-field of preferences, scheduling_preferences, work_habits), a changed or new
+  entry of a list (matched by name; its meta becomes {source: manual, confidence: 1.0, now}). An entry the
+  client removed stays hidden until L2 learns something newer about it;
+- extraction never overwrites a manual field or entry (the overlay wins when the document is read);
+- status is ACTIVE or DISABLED (stored upper-case as in the schema, answered as the seed's lower-case
+  values). A DISABLED document is still refreshed by extraction, but build_context and tool answers leave it
+  out (get_profiles(..., include_disabled=False) answers None for it, as seed 002's `| null`).
+The caller owns the transaction.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import ValidationError
 from sqlalchemy import Connection, text
 
-from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS, section_of
-from strataflow.memory import store
+from models.profiles import CONTENT_MODELS, ENTRY_FIELDS, OBJECT_FIELDS, MemoryStatus, ProfileDocument
+from strataflow.llm.prompt_blocks import escape_json
+from strataflow.memory.profile_mapping import derive_contents, load_items, name_key
+from strataflow.memory.user_memory import get_user_context, save_exchange, summarize
 
-DocType = Literal["user", "work"]
+# Seed 000 lives in strataflow.memory.user_memory; its three calls are also reachable from here, where the
+# earlier profile module had them (save_info is save_exchange).
+save_info = save_exchange
+__all__ = [
+    "ProfileDocument", "ProfileValidationError", "get_profile", "get_profiles", "get_user_context",
+    "patch_profile", "profile_body", "profile_markers", "put_profile", "refresh_documents",
+    "render_profile_block", "save_info", "save_exchange", "set_profile_status", "summarize",
+]  # fmt: skip
+
 DOC_TYPES: tuple[str, ...] = ("user", "work")
-WORK_KINDS = frozenset({"meta", "status", "decision", "feedback", "reference"})
-PROFILE_KIND_ORDER = ("fact", "intent", "preference", "observation", "meta", "status")
+MARKERS = {"user": "USER_MEMORY", "work": "WORK_MEMORY"}
 
-SELECT_ACTIVE_ITEMS = text(
+SELECT_ROWS = text(
     """
-    select kind, key, value, statement, source, confidence, updated_at, valid_from
-    from memory_items
-    where namespace = :namespace and subject_id = :subject_id and status = 'active' and kind <> 'hot_summary'
-    order by updated_at, item_id
-    """
-)
-SELECT_KIND_OF_KEY = text(
-    """
-    select kind from memory_items
-    where namespace = :namespace and subject_id = :subject_id and key = :key and kind <> 'hot_summary'
-    order by status = 'active' desc, updated_at desc
-    limit 1
+    select doc_type, document, manual, status, version, updated_at from profile_documents
+    where namespace = :namespace and subject_id = :subject_id
     """
 )
 UPSERT_DOCUMENT = text(
@@ -51,258 +58,296 @@ UPSERT_DOCUMENT = text(
     where profile_documents.document is distinct from excluded.document
     """
 )
-SELECT_DOCUMENT = text(
+UPSERT_EDIT = text(
     """
-    select document, status, version, updated_at from profile_documents
-    where namespace = :namespace and subject_id = :subject_id and doc_type = :doc_type
+    insert into profile_documents (namespace, subject_id, doc_type, document, manual)
+    values (:namespace, :subject_id, :doc_type, cast(:document as jsonb), cast(:manual as jsonb))
+    on conflict (namespace, subject_id, doc_type) do update
+    set document = excluded.document, manual = excluded.manual, version = profile_documents.version + 1,
+        updated_at = now()
+    where (profile_documents.document, profile_documents.manual)
+        is distinct from (excluded.document, excluded.manual)
     """
 )
-UPDATE_STATUS = text(
+UPSERT_STATUS = text(
     """
-    update profile_documents set status = :status, updated_at = now()
-    where namespace = :namespace and subject_id = :subject_id and doc_type = :doc_type
+    insert into profile_documents (namespace, subject_id, doc_type, document, status)
+    values (:namespace, :subject_id, :doc_type, cast(:document as jsonb), :status)
+    on conflict (namespace, subject_id, doc_type) do update
+    set status = excluded.status, updated_at = now()
+    where profile_documents.status is distinct from excluded.status
     """
 )
 
 
-class SaveInfoResult(BaseModel):
-    """Seed 000 save_info: what was offered, how many fields were written, which were skipped and why."""
+class ProfileValidationError(ValueError):
+    """A PUT/PATCH content that does not fit the seed's model; `path` names the field (people.0.name)."""
 
-    extracted_info: dict[str, Any]
-    saved_count: int
-    skipped_fields: list[str] = Field(default_factory=list)
-    actions: dict[str, str] = Field(default_factory=dict)
-
-
-class ProfileSummary(BaseModel):
-    """Seed 000 summarize: the structured profile, completeness (0-100, share of vocabulary keys filled)."""
-
-    basic: dict[str, Any]
-    career: dict[str, Any]
-    immigration: dict[str, Any]
-    family: dict[str, Any]
-    completeness: int = Field(ge=0, le=100)
-    narrative: str
+    def __init__(self, doc_type: str, path: str, message: str) -> None:
+        self.doc_type, self.path, self.message = doc_type, path, message
+        super().__init__(f"{doc_type} profile: {path or 'content'}: {message}")
 
 
-class ProfileDocument(BaseModel):
-    """Seed 002: one owner's user or work document."""
+def get_profiles(
+    conn: Connection, namespace: str, subject_id: str, *, include_disabled: bool = True
+) -> dict[str, Any]:
+    """Seed 002 GET /: {"user_memory": content, "work_memory": content, "status": {"user": .., "work": ..}}.
 
-    namespace: str
-    subject_id: str
-    doc_type: str
-    status: str
-    version: int
-    document: dict[str, Any]
-
-
-def save_info(
-    conn: Connection,
-    namespace: str,
-    subject_id: str,
-    extracted: dict[str, Any],
-    event_at: datetime | None = None,
-    source: str = "extracted",
-    run_id: Any = None,
-) -> SaveInfoResult:
-    """Save profile fields (key -> value); values equal to what is stored are skipped, newer ones override."""
-    when = event_at or datetime.now(UTC)
-    saved, skipped, actions = 0, [], {}
-    for key, value in extracted.items():
-        if value is None or value == "":
-            skipped.append(key)
-            actions[key] = "empty"
-            continue
-        action = store.upsert_item(
-            conn,
-            namespace=namespace,
-            subject_id=subject_id,
-            kind=_kind_of(conn, namespace, subject_id, key),
-            key=key,
-            value=value,
-            statement=f"{key}: {_text(value)}",
-            source=source,
-            event_at=when,
-            run_id=run_id,
-            confidence=1.0,
-        )
-        actions[key] = action
-        if action in store.CHANGED_ACTIONS:
-            saved += 1
-        else:
-            skipped.append(key)
-    if saved:
-        refresh_documents(conn, namespace, subject_id)
-    return SaveInfoResult(
-        extracted_info=dict(extracted), saved_count=saved, skipped_fields=skipped, actions=actions
-    )
+    With include_disabled=False (tool answers), a DISABLED document answers None.
+    """
+    documents = _documents(conn, namespace, subject_id)
+    shown = {
+        doc_type: doc.content if include_disabled or doc.status == MemoryStatus.ACTIVE else None
+        for doc_type, doc in documents.items()
+    }
+    return {
+        "user_memory": shown["user"],
+        "work_memory": shown["work"],
+        "status": {doc_type: doc.status for doc_type, doc in documents.items()},
+    }
 
 
-def summarize(conn: Connection, namespace: str, subject_id: str) -> ProfileSummary:
-    """The structured profile (basic, career, immigration, family), its completeness and a narrative."""
-    values = _profile_values(conn, namespace, subject_id)
-    sections = {name: {k: values[k] for k in keys if k in values} for name, keys in PROFILE_SECTIONS.items()}
-    filled = sum(len(section) for section in sections.values())
-    completeness = round(100 * filled / len(PROFILE_KEYS))
-    return ProfileSummary(**sections, completeness=completeness, narrative=_narrative(sections, completeness))
-
-
-def build_profile_documents(conn: Connection, namespace: str, subject_id: str) -> dict[str, dict[str, Any]]:
-    """The user and work documents of a subject from its active L2 items: {doc_type: {key: field}}."""
-    documents: dict[str, dict[str, Any]] = {"user": {}, "work": {}}
-    params = {"namespace": namespace, "subject_id": subject_id}
-    for row in conn.execute(SELECT_ACTIVE_ITEMS, params):  # oldest first: the newest item of a key wins
-        doc_type = "work" if section_of(row.key) == "career" or row.kind in WORK_KINDS else "user"
-        documents[doc_type][row.key] = {
-            "value": row.value,
-            "source": row.source,
-            "confidence": round(float(row.confidence), 3),
-            "last_updated_at": row.updated_at.isoformat(),
-            "kind": row.kind,
-        }
-    return documents
-
-
-def refresh_documents(conn: Connection, namespace: str, subject_id: str) -> None:
-    """Rewrite both documents from L2 (version + 1 only when a document changed; status is kept)."""
-    for doc_type, document in build_profile_documents(conn, namespace, subject_id).items():
-        conn.execute(
-            UPSERT_DOCUMENT,
-            {
-                "namespace": namespace,
-                "subject_id": subject_id,
-                "doc_type": doc_type,
-                "document": json.dumps(document, ensure_ascii=False),
-            },
-        )
-
-
-def get_profile(conn: Connection, namespace: str, subject_id: str, doc_type: str) -> ProfileDocument | None:
-    """GET: the stored document, or None when the subject has none."""
+def get_profile(conn: Connection, namespace: str, subject_id: str, doc_type: str) -> ProfileDocument:
+    """Seed 002 GET /user or /work: the document (default content when the subject has no row yet)."""
     _check_doc_type(doc_type)
-    params = {"namespace": namespace, "subject_id": subject_id, "doc_type": doc_type}
-    row = conn.execute(SELECT_DOCUMENT, params).first()
-    if row is None:
-        return None
-    return ProfileDocument(
-        namespace=namespace,
-        subject_id=subject_id,
-        doc_type=doc_type,
-        status=row.status,
-        version=row.version,
-        document=row.document,
-    )
-
-
-def patch_profile(
-    conn: Connection, namespace: str, subject_id: str, doc_type: str, fields: dict[str, Any]
-) -> ProfileDocument:
-    """PATCH: set the given fields (value None deletes the field) as manual items; others stay."""
-    _check_doc_type(doc_type)
-    now = datetime.now(UTC)
-    for key, value in fields.items():
-        kind = _kind_of(conn, namespace, subject_id, key, doc_type)
-        if value is None:
-            store.delete_item(
-                conn,
-                namespace=namespace,
-                subject_id=subject_id,
-                kind=kind,
-                key=key,
-                event_at=now,
-                source="manual",
-            )
-        else:
-            store.upsert_item(
-                conn,
-                namespace=namespace,
-                subject_id=subject_id,
-                kind=kind,
-                key=key,
-                value=value,
-                statement=f"{key}: {_text(value)}",
-                source="manual",
-                confidence=1.0,
-                event_at=now,
-            )
-    refresh_documents(conn, namespace, subject_id)
-    document = get_profile(conn, namespace, subject_id, doc_type)
-    assert document is not None
-    return document
+    return _documents(conn, namespace, subject_id)[doc_type]
 
 
 def put_profile(
-    conn: Connection, namespace: str, subject_id: str, doc_type: str, fields: dict[str, Any]
+    conn: Connection, namespace: str, subject_id: str, doc_type: str, content: dict[str, Any]
 ) -> ProfileDocument:
-    """PUT: the document becomes exactly these fields (fields not given are deleted), all source manual."""
-    current = get_profile(conn, namespace, subject_id, doc_type)
-    if current is None:
-        refresh_documents(conn, namespace, subject_id)
-        current = get_profile(conn, namespace, subject_id, doc_type)
-    removed = {key: None for key in (current.document if current else {}) if key not in fields}
-    return patch_profile(conn, namespace, subject_id, doc_type, {**removed, **fields})
-
-
-def set_profile_status(conn: Connection, namespace: str, subject_id: str, doc_type: str, status: str) -> bool:
-    """ACTIVE or DISABLED; False when the subject has no such document."""
+    """Seed 002 PUT: the document becomes `content` (fields left out take the model's defaults)."""
     _check_doc_type(doc_type)
-    if status not in ("ACTIVE", "DISABLED"):
-        raise ValueError(f"profile status must be ACTIVE or DISABLED, not {status!r}")
-    params = {"namespace": namespace, "subject_id": subject_id, "doc_type": doc_type, "status": status}
-    return conn.execute(UPDATE_STATUS, params).rowcount > 0
+    target = _validated(doc_type, content)
+    return _write(conn, namespace, subject_id, doc_type, target, fields=tuple(target))
+
+
+def patch_profile(
+    conn: Connection, namespace: str, subject_id: str, doc_type: str, content: dict[str, Any]
+) -> ProfileDocument:
+    """Seed 002 PATCH: the given top-level fields change (objects merge, lists replace); others stay."""
+    _check_doc_type(doc_type)
+    if not isinstance(content, dict):
+        raise ProfileValidationError(doc_type, "", "content must be a JSON object")
+    current = get_profile(conn, namespace, subject_id, doc_type).content
+    patched = copy.deepcopy(current)
+    for field, value in content.items():
+        if (
+            field in OBJECT_FIELDS[doc_type]
+            and isinstance(value, dict)
+            and isinstance(patched.get(field), dict)
+        ):
+            patched[field] = {**patched[field], **value}
+        else:
+            patched[field] = value
+    target = _validated(doc_type, patched)
+    return _write(conn, namespace, subject_id, doc_type, target, fields=tuple(content))
+
+
+def set_profile_status(
+    conn: Connection, namespace: str, subject_id: str, doc_type: str, status: str
+) -> ProfileDocument:
+    """Mark a document active or disabled (either case); creates the row when the subject has none."""
+    _check_doc_type(doc_type)
+    try:
+        wanted = MemoryStatus(str(status).strip().lower())
+    except ValueError:
+        raise ProfileValidationError(
+            doc_type, "status", f"must be active or disabled, not {status!r}"
+        ) from None
+    current = get_profile(conn, namespace, subject_id, doc_type)
+    conn.execute(
+        UPSERT_STATUS,
+        {**_key(namespace, subject_id, doc_type), "document": _json(current.content), "status": wanted.name},
+    )
+    return get_profile(conn, namespace, subject_id, doc_type)
+
+
+def refresh_documents(conn: Connection, namespace: str, subject_id: str) -> None:
+    """Write both documents as they read now (L2 + manual edits); a row only changes when its content did."""
+    for doc_type, document in _documents(conn, namespace, subject_id).items():
+        conn.execute(
+            UPSERT_DOCUMENT, {**_key(namespace, subject_id, doc_type), "document": _json(document.content)}
+        )
 
 
 def render_profile_block(document: ProfileDocument) -> str:
-    """Seed 002 prompt markers: the document's values between <user-profile> / <work-profile> markers."""
-    lines = [f"{key}: {_text(field['value'])}" for key, field in sorted(document.document.items())]
-    tag = f"{document.doc_type}-profile"
-    return f"<{tag}>\n" + "\n".join(lines) + f"\n</{tag}>"
+    """Seed 002 prompt injection: the document's filled fields between the seed's markers (see profile_body);
+    empty string when nothing is filled."""
+    body = profile_body(document)
+    if not body:
+        return ""
+    start, end = profile_markers(document.doc_type)
+    return f"{start}\n{body}\n{end}"
 
 
-def _profile_values(conn: Connection, namespace: str, subject_id: str) -> dict[str, Any]:
-    """Profile key -> value, preferring facts over other kinds when a key appears under several kinds."""
-    best: dict[str, tuple[int, Any]] = {}
-    for row in conn.execute(SELECT_ACTIVE_ITEMS, {"namespace": namespace, "subject_id": subject_id}):
-        if row.key not in PROFILE_KEYS:
-            continue
-        rank = (
-            PROFILE_KIND_ORDER.index(row.kind) if row.kind in PROFILE_KIND_ORDER else len(PROFILE_KIND_ORDER)
+def profile_body(document: ProfileDocument) -> str:
+    """The filled fields as compact JSON (empty fields and entry meta left out); '<' is written as \\u003c so
+    user text cannot close a tag of the prompt around it. Empty string when nothing is filled."""
+    filled = _pruned(document.content)
+    if not filled:
+        return ""
+    return escape_json(json.dumps(filled, ensure_ascii=False, separators=(",", ":")))
+
+
+def profile_markers(doc_type: str) -> tuple[str, str]:
+    """Seed 002's prompt markers: <!-- USER_MEMORY_START --> / <!-- USER_MEMORY_END --> (WORK_ for work)."""
+    return f"<!-- {MARKERS[doc_type]}_START -->", f"<!-- {MARKERS[doc_type]}_END -->"
+
+
+def _documents(conn: Connection, namespace: str, subject_id: str) -> dict[str, ProfileDocument]:
+    rows = {row.doc_type: row for row in conn.execute(SELECT_ROWS, _key(namespace, subject_id, None))}
+    derived = derive_contents(load_items(conn, namespace, subject_id))
+    documents = {}
+    for doc_type in DOC_TYPES:
+        row = rows.get(doc_type)
+        manual = _overlay(row.manual if row is not None else None)
+        documents[doc_type] = ProfileDocument(
+            namespace=namespace,
+            subject_id=subject_id,
+            doc_type=doc_type,
+            status=MemoryStatus[row.status].value if row is not None else MemoryStatus.ACTIVE.value,
+            version=row.version if row is not None else 0,
+            updated_at=row.updated_at if row is not None else None,
+            content=_merge(doc_type, derived[doc_type], manual),
         )
-        if row.key not in best or rank <= best[row.key][0]:
-            best[row.key] = (rank, row.value)
-    return {key: value for key, (_, value) in best.items()}
+    return documents
 
 
-def _narrative(sections: dict[str, dict[str, Any]], completeness: int) -> str:
-    parts = []
-    for name, fields in sections.items():
-        if fields:
-            parts.append(
-                f"{name.capitalize()}: "
-                + "; ".join(f"{k.replace('_', ' ')} {_text(v)}" for k, v in fields.items())
-                + "."
+def _merge(doc_type: str, derived: dict[str, Any], manual: dict[str, Any]) -> dict[str, Any]:
+    """The document: derived content, manual fields over it, manual entries before the derived ones."""
+    content = copy.deepcopy(derived)
+    for path, value in manual["fields"].items():
+        field, _, sub = path.partition(".")
+        if sub:
+            content[field][sub] = value
+        else:
+            content[field] = value
+    for field in ENTRY_FIELDS[doc_type]:
+        edited = manual["entries"].get(field, {})
+        removed = manual["removed"].get(field, {})
+        kept = []
+        for entry in content[field]:
+            ident = name_key(entry["name"])
+            when = (entry.get("meta") or {}).get("last_updated_at")
+            if ident in edited or (ident in removed and not _newer(when, removed[ident])):
+                continue
+            kept.append(entry)
+        content[field] = list(edited.values()) + kept
+    return content
+
+
+def _write(
+    conn: Connection,
+    namespace: str,
+    subject_id: str,
+    doc_type: str,
+    target: dict[str, Any],
+    fields: tuple[str, ...],
+) -> ProfileDocument:
+    """Record what the client changed in the manual overlay and store the document."""
+    rows = {row.doc_type: row for row in conn.execute(SELECT_ROWS, _key(namespace, subject_id, None))}
+    row = rows.get(doc_type)
+    manual = _overlay(row.manual if row is not None else None)
+    current = get_profile(conn, namespace, subject_id, doc_type).content
+    now = datetime.now(UTC).isoformat()
+    for field in fields:
+        if field in ENTRY_FIELDS[doc_type]:
+            _edit_entries(doc_type, field, current[field], target[field], manual, now)
+        elif field in OBJECT_FIELDS[doc_type]:
+            for sub, value in target[field].items():
+                if value != current[field].get(sub):
+                    manual["fields"][f"{field}.{sub}"] = value
+        elif target[field] != current[field]:
+            manual["fields"][field] = target[field]
+    document = _merge(doc_type, derive_contents(load_items(conn, namespace, subject_id))[doc_type], manual)
+    params = {**_key(namespace, subject_id, doc_type), "document": _json(document), "manual": _json(manual)}
+    conn.execute(UPSERT_EDIT, params)
+    return get_profile(conn, namespace, subject_id, doc_type)
+
+
+def _edit_entries(
+    doc_type: str,
+    field: str,
+    current: list[dict[str, Any]],
+    target: list[dict[str, Any]],
+    manual: dict[str, Any],
+    now: str,
+) -> None:
+    edited = manual["entries"].setdefault(field, {})
+    removed = manual["removed"].setdefault(field, {})
+    before = {name_key(entry["name"]): entry for entry in current}
+    seen: set[str] = set()
+    for index, entry in enumerate(target):
+        ident = name_key(entry["name"])
+        if ident in seen:
+            raise ProfileValidationError(
+                doc_type, f"{field}.{index}.name", f"duplicate name {entry['name']!r}"
             )
-    if not parts:
-        return "Nothing is known about this person yet (profile 0% complete)."
-    missing = [name for name, fields in sections.items() if not fields]
-    tail = f" Missing: {', '.join(missing)}." if missing else ""
-    return " ".join(parts) + f" Profile {completeness}% complete." + tail
+        seen.add(ident)
+        old = before.get(ident)
+        if old is not None and _without_meta(old) == _without_meta(entry):
+            continue  # unchanged: stays extracted (or manual) as it was
+        edited[ident] = {**entry, "meta": {"source": "manual", "confidence": 1.0, "last_updated_at": now}}
+        removed.pop(ident, None)
+    for ident in before.keys() - seen:
+        edited.pop(ident, None)
+        removed[ident] = now
 
 
-def _kind_of(conn: Connection, namespace: str, subject_id: str, key: str, doc_type: str = "user") -> str:
-    params = {"namespace": namespace, "subject_id": subject_id, "key": key}
-    kind = conn.execute(SELECT_KIND_OF_KEY, params).scalar()
-    if kind is not None:
-        return str(kind)
-    if key in PROFILE_KEYS:
-        return "fact"
-    return "meta" if doc_type == "work" else "preference"
+def _validated(doc_type: str, content: Any) -> dict[str, Any]:
+    if not isinstance(content, dict):
+        raise ProfileValidationError(doc_type, "", "content must be a JSON object")
+    try:
+        return CONTENT_MODELS[doc_type].model_validate(content).model_dump(mode="json")
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        path = ".".join(str(part) for part in error["loc"])
+        raise ProfileValidationError(doc_type, path, error["msg"]) from None
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+def _overlay(raw: Any) -> dict[str, Any]:
+    manual = dict(raw or {})
+    return {
+        "fields": dict(manual.get("fields") or {}),
+        "entries": {k: dict(v) for k, v in (manual.get("entries") or {}).items()},
+        "removed": {k: dict(v) for k, v in (manual.get("removed") or {}).items()},
+    }
+
+
+def _newer(when: str | None, than: str) -> bool:
+    """True when an entry's last update (ISO time) is after a removal (ISO time)."""
+    return when is not None and datetime.fromisoformat(when) > datetime.fromisoformat(than)
+
+
+def _without_meta(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "meta"}
+
+
+def _pruned(value: Any) -> Any:
+    """The value without meta, nulls, empty lists/objects and the seeds' default meeting durations."""
+    if isinstance(value, dict):
+        pruned = {k: _pruned(v) for k, v in value.items() if k != "meta"}
+        return {
+            k: v for k, v in pruned.items() if v not in (None, "", [], {}) and not _default_duration(k, v)
+        }
+    if isinstance(value, list):
+        return [p for p in (_pruned(v) for v in value) if p not in (None, "", [], {})]
+    return value
+
+
+def _default_duration(key: str, value: Any) -> bool:
+    return key == "preferred_meeting_duration_minutes" and value == [30, 60]
+
+
+def _key(namespace: str, subject_id: str, doc_type: str | None) -> dict[str, Any]:
+    return {"namespace": namespace, "subject_id": subject_id, "doc_type": doc_type}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _check_doc_type(doc_type: str) -> None:
     if doc_type not in DOC_TYPES:
-        raise ValueError(f"profile document type must be 'user' or 'work', not {doc_type!r}")
+        raise ProfileValidationError(str(doc_type), "doc_type", "must be 'user' or 'work'")

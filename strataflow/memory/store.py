@@ -87,36 +87,29 @@ CONFIRM_ITEM = text(
           is distinct from (cast(:model as text), cast(:prompt_version as text))
     """
 )
-CLOSE_VERSION = text(
-    """
-    update memory_item_versions set valid_to = :event_at, superseded_at = now()
-    where item_id = :item_id and version = :version and superseded_at is null
-    """
-)
+# History is written through security definer functions (sql/101): agent roles have no direct write on
+# memory_item_versions; the functions take namespace, subject, kind and key from the item itself.
+CLOSE_VERSION = text("select strataflow_close_item_version(:item_id, cast(:version as integer), :event_at)")
 INSERT_VERSION = text(
     """
-    insert into memory_item_versions (item_id, namespace, subject_id, kind, key, version, action, value,
-        statement,
-        category, importance, confidence, status, source, valid_from, valid_to, superseded_at,
-        source_message_ids, run_id, prompt_version, model, note)
-    values (:item_id, :namespace, :subject_id, :kind, :key, :version, :action, cast(:value as jsonb),
-        :statement,
-        :category, :importance, :confidence, :status, :source, :event_at, :valid_to,
-        case when cast(:superseded as boolean) then now() end, :source_message_ids, :run_id, :prompt_version,
-        :model, :note)
+    select strataflow_record_item_version(cast(:item_id as bigint), cast(:version as integer), :action,
+        cast(:value as jsonb), :statement, :category, cast(:importance as integer), cast(:confidence as real),
+        :status, :source, :event_at, :valid_to, cast(:superseded as boolean),
+        cast(:source_message_ids as bigint[]), cast(:run_id as uuid), :prompt_version, :model, :note)
     """
 )
 SELECT_HISTORY_DUPLICATE = text(
     """
     select 1 from memory_item_versions
-    where item_id = :item_id and valid_from = :event_at and value = cast(:value as jsonb)
+    where item_id = :item_id and namespace = :namespace and valid_from = :event_at
+      and value = cast(:value as jsonb)
     limit 1
     """
 )
 SELECT_NEXT_VALID_FROM = text(
     """
     select min(valid_from) from memory_item_versions
-    where item_id = :item_id and valid_from > :event_at and note is null
+    where item_id = :item_id and namespace = :namespace and valid_from > :event_at and note is null
     """
 )
 
@@ -356,7 +349,10 @@ def _keep_in_history(
     conn: Connection, row: dict[str, Any], current: _Current, outcome: str, note: str
 ) -> str:
     """Record a statement that does not become current: a history row with its own valid interval."""
-    params = {"item_id": current.item_id, "event_at": row["event_at"], "value": row["value"]}
+    params = {
+        "item_id": current.item_id, "namespace": row["namespace"], "event_at": row["event_at"],
+        "value": row["value"],
+    }  # fmt: skip
     if conn.execute(SELECT_HISTORY_DUPLICATE, params).first() is not None:
         return UNCHANGED
     valid_to = conn.execute(SELECT_NEXT_VALID_FROM, params).scalar()

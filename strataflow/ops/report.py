@@ -185,10 +185,10 @@ def collect_tables(
     conn: Connection, namespace: str | None
 ) -> dict[str, tuple[list[str], list[Sequence[Any]]]]:
     """Each key table as (columns, rows)."""
-    tables = {}
+    tables: dict[str, tuple[list[str], list[Sequence[Any]]]] = {}
     for title, (column, sql) in TABLES.items():
         result = conn.execute(text(sql.format(f=NS_FILTER.format(col=column))), {"namespace": namespace})
-        tables[title] = (list(result.keys()), [tuple(row) for row in result])
+        tables[title] = ([str(key) for key in result.keys()], [tuple(row) for row in result])
     return tables
 
 

@@ -1,27 +1,34 @@
 """Context for a prompt (seed 001 getContextForPrompt, seed 003 prefetch): the memory an agent should see for
-one query, chosen by the query's intent and cut to a token budget.
+one query, chosen by the query's intent (given, or classified from the query) and cut to a token budget.
 
-What goes in, highest value first (the order of sections is the order of value for the query's intent):
+What goes in, highest value first (the order of sections is the order of value for the intent). The profile
+documents asked for (`profile` user|work|both, seed 002, each between its markers; a DISABLED one is left
+out) come first, then the hot memory, which is always injected (seed 001 "始终注入"; shortened rather than
+dropped when the budget is tight):
 
-- recap ("what happened last week", "总结一下最近的进展"): L3 weekly reports (newest first), the key L2 facts,
-  today's perceptual memory, the nightly hot summary, retrieval hits, insights;
+- recap ("what happened last week", "总结一下最近的进展"): L3 weekly reports (by similarity to the query,
+  newest first among near-equal ones), the key L2 facts, today's perceptual memory, retrieval hits, insights;
 - fact ("how old am I", "我在哪家公司工作"): L2 facts and profile items (matching ones first, then by
-  importance), current insights, today, retrieval hits, the latest weekly report;
-- other: the key L2 facts, today, the hot summary, retrieval hits, insights, the latest weekly report.
+  importance), current insights, today, retrieval hits, the most similar weekly report;
+- other: the key L2 facts, today, retrieval hits, insights, the most similar weekly report;
+- qa, task, protocol (seed 001 QA_QUERY, QC_TASK, PROTOCOL_QA): see strataflow.retrieval.context_parts.
 
-Key L2 items are always there: the first ``KEY_ITEMS`` of them come before anything but the recap's newest
-report. Items rank by: the query's words point at their key or kind (KEY_HINTS: 公司/work -> company),
-then a full-text match, then importance, then the newest event time.
-"Today" is the perceptual_memory view (messages with event time today in STRATAFLOW_TIMEZONE). Retrieval hits
-(L1 messages, asset chunks, and L2 items the full-text match missed) come from
-strataflow.retrieval.search.search; it is the fallback, skipped (with its query embedding) when memory already
-fills 90% of the budget.
+Nothing found gives an empty text (seed 003: inject nothing), not an empty <memory-context> wrapper.
+With `agent_id`, L2 items are those every agent sees (no agent), the agent's own and shared ones (seed 003).
+
+Key L2 items are always there: the first ``KEY_ITEMS`` of them come early for every intent. Items rank by: the
+query's words point at their key or kind (KEY_HINTS: 公司/work -> company), then a full-text match, then
+importance, then the newest event time. "Today" is the perceptual_memory view (messages with event time today
+in STRATAFLOW_TIMEZONE). Retrieval hits (L1 messages, asset chunks, and L2 items the full-text match missed)
+come from strataflow.retrieval.search.search; it is the fallback, skipped (with its query embedding) when
+memory already fills 90% of the budget.
 
 Budget: every piece is counted once with litellm.token_counter (the default tokenizer), pieces are taken
 greedily in value order while they fit (a piece that does not fit is skipped, a smaller later one may still
-fit; the first report or item is shortened to fit rather than dropped), and the final text is counted once
-more: if joining pieces added tokens, the lowest-value pieces go until the exact count is within the budget.
-Each piece carries its provenance: layer, ids, score and time. Reads never filter on expires_at.
+fit; the first piece, the profiles and the hot memory are shortened to fit rather than dropped), and the final
+text is counted once more: if joining pieces added tokens, the lowest-value pieces go until the exact count is
+within the budget. Each piece carries its provenance: layer, ids, score and time. Reads never filter on
+expires_at.
 """
 
 from __future__ import annotations
@@ -31,31 +38,59 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from strataflow.config import Settings
-from strataflow.retrieval.query_intent import Intent, classify_intent, key_hints
-from strataflow.textsearch import TSQUERY_SQL, or_query_parts
+from strataflow.llm.prompt_blocks import escape_json, escape_markup
+from strataflow.retrieval.context_parts import (
+    ContextIntent,
+    ContextPiece,
+    candidate_rows,
+    hint_kinds_for,
+    profile_pieces,
+    rank_reports,
+    render_profile_piece,
+    report_limit,
+    resolve_intent,
+    retrieval_hits,
+)
+from strataflow.retrieval.query_intent import classify_intent, key_hints
+from strataflow.textsearch import or_query_parts
 from strataflow.timeutil import day_bounds
+
+__all__ = ["ContextPiece", "ContextResult", "build_context", "classify_intent", "count_tokens"]
 
 Format = Literal["text", "json"]
 
 KEY_ITEMS = 5  # L2 items that always come early, whatever the intent
 ITEM_LIMIT = 40
-REPORT_LIMIT = 4
+REPORT_POOL = 12  # the newest reports ranked by similarity to the query
 INSIGHT_LIMIT = 8
 TODAY_LIMIT = 15
-RETRIEVAL_K = 8
-RETRIEVAL_LAYERS = ("messages", "items", "assets")
+ALWAYS_RETRIEVE = frozenset({"qa", "protocol"})  # seed 001: these intents search L1 / the knowledge base
 MAX_PIECE_CHARS = {"L1": 600, "asset": 600, "L2": 400, "L3": 2400, "insight": 400, "hot": 1200}
 MIN_SHORTENED_TOKENS = 24  # do not shorten a piece to less than this
 
 SECTION_ORDER: dict[str, tuple[str, ...]] = {
-    "recap": ("reports", "key_items", "today", "hot", "more_reports", "related", "insights", "items"),
-    "fact": ("key_items", "items", "insights", "today", "related", "reports"),
-    "other": ("key_items", "today", "hot", "related", "insights", "reports", "items"),
+    "recap": (
+        "profile",
+        "hot",
+        "reports",
+        "key_items",
+        "today",
+        "more_reports",
+        "related",
+        "insights",
+        "items",
+    ),
+    "fact": ("profile", "hot", "key_items", "items", "insights", "today", "related", "reports"),
+    "other": ("profile", "hot", "key_items", "today", "related", "insights", "reports", "items"),
+    "qa": ("profile", "hot", "reports", "related", "key_items", "more_reports", "items", "insights", "today"),
+    "task": ("profile", "hot", "key_items", "today", "items", "related", "insights"),
+    "protocol": ("profile", "hot", "related", "key_items", "items", "insights", "today"),
 }
 SECTION_TITLES = {
+    "profile": "",
     "reports": "Weekly reports (L3)",
     "more_reports": "Weekly reports (L3)",
     "key_items": "Key facts and profile (L2)",
@@ -65,80 +100,6 @@ SECTION_TITLES = {
     "hot": "Recent summary (L2 hot memory)",
     "related": "Related messages and documents (retrieval)",
 }
-REPORTS_OUTSIDE_RECAP = 1
-
-# One round trip for everything but retrieval: L2 items (hinted and full-text matches first), L3 reports,
-# insights and today's messages. An empty tsquery part matches nothing. Today's bounds are also bound as
-# parameters (the view computes them from current_date) so the planner prunes L1 to today's partition.
-SELECT_CANDIDATES = text(
-    f"""
-    with q as (select {TSQUERY_SQL.format(en=":q_en", zh=":q_zh")} as tsq),
-    items as (
-        select 'L2'::text as layer, mi.kind, mi.item_id as id, mi.key as label,
-            coalesce(mi.statement, '') as body, mi.value::text as extra,
-            mi.importance::real / 100
-                + 0.5 * (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds))::int
-                + 0.3 * coalesce(mi.fts @@ q.tsq, false)::int as score,
-            coalesce(mi.fts @@ q.tsq, false) as matched, mi.valid_from as event_at,
-            mi.source_message_ids as message_ids
-        from memory_items as mi cross join q
-        where mi.namespace = :namespace and mi.subject_id = :subject_id and mi.status = 'active'
-        order by 2 * (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds))::int
-            + coalesce(mi.fts @@ q.tsq, false)::int desc,
-            array_position(cast(:hint_keys as text[]), mi.key), mi.importance desc, mi.valid_from desc
-        limit :item_limit
-    ),
-    reports as (
-        select 'L3'::text as layer, 'weekly_report'::text as kind, wr.report_id as id,
-            wr.week_start::text as label, wr.summary as body, null::text as extra, 1.0::real as score,
-            false as matched, wr.week_start::timestamptz as event_at, wr.source_message_ids as message_ids
-        from weekly_reports as wr
-        where wr.namespace = :namespace and wr.subject_id = :subject_id
-        order by wr.week_start desc
-        limit :report_limit
-    ),
-    current_insights as (
-        select 'insight'::text as layer, 'insight'::text as kind, i.insight_id as id, i.key as label,
-            i.statement as body, i.question as extra, i.confidence as score, false as matched,
-            i.valid_from as event_at, i.evidence_message_ids as message_ids
-        from insights as i
-        where i.namespace = :namespace and i.subject_id = :subject_id and i.valid_to is null
-        order by i.confidence desc, i.valid_from desc
-        limit :insight_limit
-    ),
-    today as (
-        select 'L1'::text as layer, 'message'::text as kind, p.memory_id as id, p.role as label,
-            p.text as body, p.intent as extra, 1.0::real as score, false as matched,
-            p.event_at, p.source_message_ids as message_ids
-        from perceptual_memory as p
-        where p.namespace = :namespace and p.subject_id = :subject_id and p.memory_type = 'message'
-            and p.event_at >= :day_start and p.event_at < :day_end
-        order by p.event_at desc
-        limit :today_limit
-    )
-    select * from items
-    union all select * from reports
-    union all select * from current_insights
-    union all select * from today
-    """
-)
-
-
-class ContextPiece(BaseModel):
-    """One block of memory in the context, with where it came from."""
-
-    section: str = Field(description="reports, key_items, items, insights, today, hot or related")
-    layer: str = Field(description="L1 (message), L2 (item), L3 (weekly report), insight or asset")
-    kind: str = Field(description="memory kind, weekly_report, insight, message or asset_chunk")
-    ids: list[int] = Field(
-        description="the row id(s): item_id, report_id, insight_id, message_id or chunk_id"
-    )
-    source_message_ids: list[int] = Field(default_factory=list, description="L1 lineage of the row")
-    score: float = Field(description="importance/100 for items, retrieval score for hits, 1.0 otherwise")
-    event_at: datetime | None = Field(description="event time of the row (week start for reports)")
-    label: str = Field(description="key, week start, role or document")
-    text: str
-    tokens: int = Field(0, description="tokens of the rendered piece")
 
 
 class ContextResult(BaseModel):
@@ -147,11 +108,11 @@ class ContextResult(BaseModel):
     namespace: str
     subject_id: str
     query: str
-    intent: Intent
+    intent: ContextIntent = Field(description="recap, fact, other, qa, task or protocol")
     format: Format
     budget_tokens: int
-    tokens: int = Field(description="litellm.token_counter of text, always <= budget_tokens")
-    text: str
+    tokens: int = Field(description="litellm.token_counter of text, always <= budget_tokens (0 when empty)")
+    text: str = Field(description="the block to put in the prompt; empty when no memory matched")
     pieces: list[ContextPiece]
     count_candidates: int
     count_dropped: int
@@ -172,48 +133,70 @@ def build_context(
     query: str,
     budget_tokens: int = 2000,
     fmt: Format = "text",
+    *,
+    intent: str | None = None,
+    profile: str = "none",
+    agent_id: str | None = None,
 ) -> ContextResult:
-    """The memory block for one query of one subject, within budget_tokens (see the module docstring)."""
+    """The memory block for one query of one subject, within budget_tokens (see the module docstring).
+
+    intent: a seed 001 task type (QA_QUERY, QC_TASK, PROTOCOL_QA, GENERAL) or an intent name (see
+    context_parts); None classifies the query. profile: user|work|both|none (seed 002 documents).
+    agent_id: the seed 003 agent scope of L2 items.
+    """
     if fmt not in ("text", "json"):
         raise ValueError(f"context format must be 'text' or 'json', not {fmt!r}")
-    intent = classify_intent(query)
-    sections = _candidate_sections(conn, settings, namespace, subject_id, query, intent)
-    head, tail = _wrapper(fmt, namespace, subject_id, intent)
+    chosen_intent = resolve_intent(intent, query)
+    sections, query_vec = _candidate_sections(
+        conn, settings, namespace, subject_id, query, chosen_intent, agent_id
+    )
+    sections["profile"] = profile_pieces(conn, namespace, subject_id, profile)
+    head, tail = _wrapper(fmt, namespace, subject_id, chosen_intent)
     fixed = count_tokens(head + tail)
     if budget_tokens < fixed:
         raise ValueError(
             f"budget_tokens {budget_tokens} is below the {fixed} tokens of an empty context block"
         )
-    chosen = _select(sections, intent, budget_tokens - fixed, fmt, settings)
-    if _needs_retrieval(chosen, budget_tokens - fixed):
-        sections["related"] = _retrieval_pieces(conn, settings, namespace, subject_id, query, sections)
-        chosen = _select(sections, intent, budget_tokens - fixed, fmt, settings)
-    rendered, chosen = _fit_exactly(chosen, intent, fmt, head, tail, budget_tokens, settings)
+    chosen = _select(sections, chosen_intent, budget_tokens - fixed, fmt, settings)
+    if chosen_intent in ALWAYS_RETRIEVE or _needs_retrieval(chosen, budget_tokens - fixed):
+        sections["related"] = _retrieval_pieces(
+            conn, settings, namespace, subject_id, query, sections, chosen_intent, agent_id, query_vec
+        )
+        chosen = _select(sections, chosen_intent, budget_tokens - fixed, fmt, settings)
+    rendered, chosen = _fit_exactly(chosen, chosen_intent, fmt, head, tail, budget_tokens, settings)
+    if not chosen:
+        rendered = ""  # nothing matched: inject nothing (seed 003), not an empty wrapper
     candidates = sum(len(pieces) for pieces in sections.values())
     return ContextResult(
-        namespace=namespace, subject_id=subject_id, query=query, intent=intent, format=fmt,
-        budget_tokens=budget_tokens, tokens=count_tokens(rendered), text=rendered, pieces=chosen,
-        count_candidates=candidates, count_dropped=candidates - len(chosen),
+        namespace=namespace, subject_id=subject_id, query=query, intent=chosen_intent, format=fmt,
+        budget_tokens=budget_tokens, tokens=count_tokens(rendered) if rendered else 0, text=rendered,
+        pieces=chosen, count_candidates=candidates, count_dropped=candidates - len(chosen),
     )  # fmt: skip
 
 
 def _candidate_sections(
-    conn: Connection, settings: Settings, namespace: str, subject_id: str, query: str, intent: Intent
-) -> dict[str, list[ContextPiece]]:
+    conn: Connection,
+    settings: Settings,
+    namespace: str,
+    subject_id: str,
+    query: str,
+    intent: ContextIntent,
+    agent_id: str | None,
+) -> tuple[dict[str, list[ContextPiece]], Any]:
     q_en, q_zh = or_query_parts(query)
     q_zh = " | ".join(token for token in q_zh.split(" | ") if len(token) > 1)  # 我, 在, 的: noise here
     hint_keys, hint_kinds = key_hints(query)
+    hint_kinds = list(dict.fromkeys([*hint_kinds, *hint_kinds_for(intent)]))
     day_start, day_end = day_bounds(datetime.now(settings.tz).date(), settings.tz)
     params = {
         "hint_keys": hint_keys, "hint_kinds": hint_kinds, "day_start": day_start, "day_end": day_end,
         "namespace": namespace, "subject_id": subject_id, "q_en": q_en, "q_zh": q_zh,
-        "item_limit": ITEM_LIMIT,
-        "report_limit": REPORT_LIMIT if intent == "recap" else REPORTS_OUTSIDE_RECAP,
+        "item_limit": ITEM_LIMIT, "report_limit": REPORT_POOL, "agent_id": agent_id,
         "insight_limit": INSIGHT_LIMIT, "today_limit": TODAY_LIMIT,
     }  # fmt: skip
     sections: dict[str, list[ContextPiece]] = {name: [] for name in SECTION_TITLES}
     items: list[ContextPiece] = []
-    for row in conn.execute(SELECT_CANDIDATES, params):
+    for row in candidate_rows(conn, params):
         piece = _piece_from_row(row)
         if row.layer == "L2":
             if row.kind == "hot_summary":
@@ -224,11 +207,12 @@ def _candidate_sections(
             name = {"L3": "reports", "insight": "insights", "L1": "today"}[row.layer]
             sections[name].append(piece.model_copy(update={"section": name}))
     sections["key_items"] = [p.model_copy(update={"section": "key_items"}) for p in items[:KEY_ITEMS]]
-    older = sections["reports"][1:]
-    sections["reports"] = sections["reports"][:1]
-    sections["more_reports"] = [p.model_copy(update={"section": "more_reports"}) for p in older]
+    reports, query_vec = rank_reports(conn, settings, sections["reports"], query, intent, None)
+    reports = reports[: report_limit(intent)]
+    sections["reports"] = reports[:1]
+    sections["more_reports"] = [p.model_copy(update={"section": "more_reports"}) for p in reports[1:]]
     sections["items"] = items[KEY_ITEMS:]
-    return sections
+    return sections, query_vec
 
 
 def _piece_from_row(row: Any) -> ContextPiece:
@@ -252,18 +236,18 @@ def _retrieval_pieces(
     subject_id: str,
     query: str,
     sections: dict[str, list[ContextPiece]],
+    intent: ContextIntent,
+    agent_id: str | None,
+    query_vec: Any,
 ) -> list[ContextPiece]:
-    """Retrieval hits not already in the context: L1 messages, asset chunks and L2 items."""
-    from strataflow.retrieval.search import search
-
+    """Retrieval hits not already in the context: L1 messages, asset chunks and L2 items (with an agent,
+    only the items it may see)."""
     if not query.strip():
         return []
-    seen = {(p.layer, p.ids[0]) for pieces in sections.values() for p in pieces}
+    seen = {(p.layer, p.ids[0]) for pieces in sections.values() for p in pieces if p.ids}
     layer_of = {"messages": "L1", "items": "L2", "reports": "L3", "assets": "asset"}
     pieces = []
-    for hit in search(
-        conn, settings, namespace, query, subject_id=subject_id, layers=RETRIEVAL_LAYERS, k=RETRIEVAL_K
-    ):
+    for hit in retrieval_hits(conn, settings, namespace, subject_id, query, intent, agent_id, query_vec):
         layer = layer_of.get(hit.layer, hit.layer)
         if (layer, int(hit.id)) in seen:
             continue
@@ -295,24 +279,25 @@ def _needs_retrieval(chosen: list[ContextPiece], room: int) -> bool:
 
 
 def _select(
-    sections: dict[str, list[ContextPiece]], intent: Intent, room: int, fmt: Format, settings: Settings
+    sections: dict[str, list[ContextPiece]], intent: ContextIntent, room: int, fmt: Format, settings: Settings
 ) -> list[ContextPiece]:
     """Greedy by value: sections in the intent's order, pieces in order; counts each piece once."""
     chosen: list[ContextPiece] = []
     used = 0
     for name in SECTION_ORDER[intent]:
-        header_cost = count_tokens(_section_header(name)) if fmt == "text" else 0
+        header_cost = count_tokens(_section_header(name)) if fmt == "text" and name != "profile" else 0
         header_paid = False
         for piece in sections.get(name, []):
             left = room - used - (0 if header_paid else header_cost)
             if left < 4:
                 break
             if not piece.tokens:
-                piece.tokens = count_tokens(_render_piece(piece, fmt, settings))
+                piece.tokens = count_tokens(_piece_text(piece, fmt, settings))
             candidate = piece
             left -= 1 if fmt == "json" else 0  # the ", " between JSON pieces
-            if piece.tokens > left and not chosen and left >= MIN_SHORTENED_TOKENS:
-                candidate = _shorten(piece, left, fmt, settings)  # the most valuable piece: shorten, not drop
+            shorten = not chosen or piece.section in ("profile", "hot")  # always injected: shorten, not drop
+            if piece.tokens > left and shorten and left >= MIN_SHORTENED_TOKENS:
+                candidate = _shorten(piece, left, fmt, settings)
             if candidate.tokens > left:
                 continue
             chosen.append(candidate)
@@ -327,7 +312,7 @@ def _shorten(piece: ContextPiece, max_tokens: int, fmt: Format, settings: Settin
     while low <= high:
         middle = (low + high) // 2
         trial = piece.model_copy(update={"text": piece.text[:middle].rstrip() + " …", "tokens": 0})
-        trial.tokens = count_tokens(_render_piece(trial, fmt, settings))
+        trial.tokens = count_tokens(_piece_text(trial, fmt, settings))
         if trial.tokens <= max_tokens:
             best, low = trial, middle + 1
         else:
@@ -337,7 +322,7 @@ def _shorten(piece: ContextPiece, max_tokens: int, fmt: Format, settings: Settin
 
 def _fit_exactly(
     chosen: list[ContextPiece],
-    intent: Intent,
+    intent: ContextIntent,
     fmt: Format,
     head: str,
     tail: str,
@@ -353,7 +338,7 @@ def _fit_exactly(
         pieces.pop()
 
 
-def _wrapper(fmt: Format, namespace: str, subject_id: str, intent: Intent) -> tuple[str, str]:
+def _wrapper(fmt: Format, namespace: str, subject_id: str, intent: ContextIntent) -> tuple[str, str]:
     if fmt == "json":
         head = json.dumps(
             {"memory_context": {"namespace": namespace, "subject_id": subject_id, "intent": intent}},
@@ -365,7 +350,7 @@ def _wrapper(fmt: Format, namespace: str, subject_id: str, intent: Intent) -> tu
 
 
 def _render(
-    pieces: list[ContextPiece], intent: Intent, fmt: Format, head: str, tail: str, settings: Settings
+    pieces: list[ContextPiece], intent: ContextIntent, fmt: Format, head: str, tail: str, settings: Settings
 ) -> str:
     """Pieces grouped by section title, in the intent's value order (older reports with the newest)."""
     order = [name for name in SECTION_ORDER[intent] if name != "more_reports"]
@@ -373,19 +358,26 @@ def _render(
         order.insert(order.index("reports") + 1, "more_reports")
     ordered = [p for name in order for p in pieces if p.section == name]
     if fmt == "json":
-        return head + ", ".join(_render_piece(p, fmt, settings) for p in ordered) + tail
+        return head + ", ".join(_piece_text(p, fmt, settings) for p in ordered) + tail
     lines = []
     title = None
     for piece in ordered:
         if SECTION_TITLES[piece.section] != title:
             title = SECTION_TITLES[piece.section]
             lines.append(_section_header(piece.section))
-        lines.append(_render_piece(piece, fmt, settings))
+        lines.append(_piece_text(piece, fmt, settings))
     return head + "".join(lines) + tail
 
 
 def _section_header(name: str) -> str:
-    return f"## {SECTION_TITLES[name]}\n"
+    return f"## {SECTION_TITLES[name]}\n" if SECTION_TITLES[name] else ""
+
+
+def _piece_text(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
+    """A profile document between its seed 002 markers, any other piece as _render_piece renders it."""
+    if piece.section == "profile":
+        return render_profile_piece(piece, fmt)
+    return _render_piece(piece, fmt, settings)
 
 
 def _render_piece(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
@@ -401,13 +393,14 @@ def _render_piece(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
             "source_message_ids": piece.source_message_ids, "score": piece.score, "event_at": when,
             "label": piece.label, "text": piece.text,
         }  # fmt: skip
-        return json.dumps(record, ensure_ascii=False)
+        return escape_json(json.dumps(record, ensure_ascii=False))
     ident = "+".join(str(i) for i in piece.ids)
-    what = f"{piece.kind}:{piece.label}" if piece.label else piece.kind
+    what = f"{piece.kind}:{escape_markup(piece.label)}" if piece.label else piece.kind
     provenance = f"{piece.layer} {what} id={ident} score={piece.score:g}" + (f" at={when}" if when else "")
     if piece.source_message_ids and piece.layer != "L1":
         provenance += " from=" + ",".join(str(i) for i in piece.source_message_ids[:5])
-    return f"- [{provenance}] {piece.text.replace(chr(10), chr(10) + '  ')}\n"
+    # User text is data: it cannot close <memory-context> or open a marker (escape_markup).
+    return f"- [{provenance}] {escape_markup(piece.text).replace(chr(10), chr(10) + '  ')}\n"
 
 
 def _clip(value: str, limit: int) -> str:

@@ -98,7 +98,7 @@ def test_context_never_exceeds_the_budget(
     assert result.tokens == _tokens(result.text)
     if budget >= 200:
         assert result.pieces, "a budget of 200 tokens holds at least one piece"
-    if fmt == "json":
+    if fmt == "json" and result.pieces:  # nothing that fits gives an empty text
         payload = json.loads(result.text)["memory_context"]
         assert len(payload["pieces"]) == len(result.pieces)
         for piece in payload["pieces"]:
@@ -115,9 +115,9 @@ def test_a_large_budget_fits_more_and_a_tiny_one_is_refused(
         _context(engine, settings, access_data, "u_zh", "我的情况", budget_tokens=5)
 
 
-def test_unknown_subject_gets_an_empty_block(engine: Engine, settings: Settings, access_data: Any) -> None:
+def test_unknown_subject_gets_an_empty_text(engine: Engine, settings: Settings, access_data: Any) -> None:
     result = _context(engine, settings, access_data, "nobody", "What happened last week?")
-    assert result.pieces == [] and result.text.endswith("</memory-context>")
+    assert result.pieces == [] and result.text == "" and result.tokens == 0  # seed 003: inject nothing
 
 
 def test_context_cli_prints_the_block(settings: Settings, access_data: Any) -> None:

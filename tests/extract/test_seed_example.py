@@ -6,7 +6,8 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from strataflow.cli import app
-from strataflow.memory.profiles import get_profile, summarize
+from strataflow.memory.profiles import get_profile
+from strataflow.memory.user_memory import summarize
 from tasks.extract import extract_new
 from tasks.ingest import ingest_logs
 
@@ -49,9 +50,10 @@ def test_seed_000_example_is_extracted_in_full_and_vague_stays_vague(
         assert {key: a.get(key) for key in EXPECTED_A} == EXPECTED_A
         assert b["age"] == "30+"
         summary = summarize(conn, namespace, "client-a")
-        assert summary.career["university"] == "浙江大学" and summary.completeness > 0
+        assert summary.user_profile.career["university"] == "浙江大学" and summary.completeness.score > 0
+        assert summary.user_profile.career["annual_income"] == 800000
         document = get_profile(conn, namespace, "client-a", "work")
-        assert document is not None and document.document["annual_income"]["value"] == 800000
+        assert document.content["occupation"] == "前端开发"
         calls = conn.execute(text("select count(*) from llm_calls where namespace = :ns"), {"ns": namespace})
         before = calls.scalar()
 

@@ -66,9 +66,9 @@ def scopes(engine: Engine) -> dict[str, str]:
 def _role_engine(settings: Settings, engine: Engine, kind: str, namespace: str) -> Iterator[Engine]:
     name = f"{kind}_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
-        roles.create_role(conn, name, kind, with_password=False)
+        password = roles.create_role(conn, name, kind)
         roles.grant(conn, name, namespace)
-    role_engine = create_engine(sqlalchemy_url(roles.role_url(libpq_url(settings), name)))
+    role_engine = create_engine(sqlalchemy_url(roles.role_url(libpq_url(settings), name, password)))
     yield role_engine
     role_engine.dispose()
 
@@ -174,9 +174,9 @@ def test_revoke_takes_effect_on_the_next_transaction(
 ) -> None:
     name = f"agent_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
-        roles.create_role(conn, name, "agent", with_password=False)
+        password = roles.create_role(conn, name, "agent")
         roles.grant(conn, name, scopes["alpha"])
-    role_engine = create_engine(sqlalchemy_url(roles.role_url(libpq_url(settings), name)))
+    role_engine = create_engine(sqlalchemy_url(roles.role_url(libpq_url(settings), name, password)))
     with role_engine.connect() as agent_conn:
         assert agent_conn.execute(text("select count(*) from memory_items")).scalar() == 1
         agent_conn.commit()

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from strataflow.config import Settings
-from strataflow.db import roles
+from strataflow.db import passwords, roles
 from strataflow.db.engine import libpq_url
 from strataflow.memory import api as memory_api
 from strataflow.retrieval.context import build_context
@@ -110,7 +110,7 @@ def test_an_agent_role_saves_updates_and_deletes_its_own_items_through_the_memor
                 conn, alpha, SUBJECT, item_id=saved.item.item_id, value="coffee"
             )
             deleted = memory_api.delete_memory(conn, alpha, SUBJECT, item_id=saved.item.item_id)
-            history = memory_api.memory_history(conn, saved.item.item_id)
+            history = memory_api.memory_history(conn, alpha, saved.item.item_id)
         with pytest.raises(DBAPIError, match="row-level security"):
             with conn.begin():
                 roles.as_role(conn, agent)
@@ -145,10 +145,11 @@ def test_the_role_ends_with_its_transaction_and_bad_names_are_refused(
 @pytest.fixture
 def pipeline_settings(settings: Settings, engine: Engine) -> Settings:
     """Settings that log in as a non-superuser member of strataflow_pipeline: RLS applies to it for real."""
-    name = f"pipe_{uuid.uuid4().hex[:8]}"
+    name, password = f"pipe_{uuid.uuid4().hex[:8]}", passwords.generate_password()
     with engine.begin() as conn:
         conn.execute(text(f'create role "{name}" login inherit in role strataflow_pipeline'))
-    url = roles.role_url(libpq_url(settings), name)
+        passwords.set_password(conn.connection.dbapi_connection, name, password)
+    url = roles.role_url(libpq_url(settings), name, password)
     return settings.model_copy(update={"database_url": SecretStr(url)})
 
 
@@ -190,7 +191,7 @@ def test_forget_works_with_row_level_security_on(
     with engine.connect() as conn:
         rolsuper = conn.execute(
             text("select rolsuper from pg_roles where rolname = :r"),
-            {"r": libpq_url(pipeline_settings).split("://")[1].split("@")[0]},
+            {"r": libpq_url(pipeline_settings).split("://")[1].split("@")[0].split(":")[0]},
         ).scalar()
     assert rolsuper is False
     result = forget_subject(pipeline_settings, beta, SUBJECT)

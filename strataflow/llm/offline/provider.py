@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from strataflow.llm import lazy
-from strataflow.llm.prompt_blocks import parse_blocks
+from strataflow.llm.prompt_blocks import json_block_lines, parse_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -47,18 +47,19 @@ def prompt_text(messages: list[Any]) -> str:
 
 
 def _records(body: str | None, block: str) -> list[dict[str, Any]]:
-    """JSON-lines records of a block; a line that is not a JSON object is skipped with a warning."""
+    """JSON-lines records of a block (lines split on "\n" only); a line that is not a JSON object is an
+    error naming it, never skipped."""
     records: list[dict[str, Any]] = []
-    for number, line in enumerate((body or "").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in json_block_lines(body or ""):
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            logger.warning("offline/rules: <%s> line %d is not JSON (%s); skipped", block, number, error.msg)
-            continue
-        if isinstance(record, dict):
-            records.append(record)
+            raise OfflineProviderError(
+                f"offline/rules: <{block}> line {number} is not JSON ({error.msg})"
+            ) from None
+        if not isinstance(record, dict):
+            raise OfflineProviderError(f"offline/rules: <{block}> line {number} is not a JSON object")
+        records.append(record)
     return records
 
 

@@ -221,4 +221,5 @@ def hot_summary(messages: list[dict[str, Any]]) -> dict[str, Any]:
         ids = [_id(valid[-1])]
         last_text = valid[-1].get("text")
         lines.append(f"- {valid[-1].get('role')}: {_clip(str(last_text or ''), 160)}")
-    return {"summary": "\n".join(lines), "source_message_ids": ids}
+    typed = [item for item in items if item["kind"] in ("status", "decision", "preference")]
+    return {"summary": "\n".join(lines), "source_message_ids": ids, "items": typed}
