@@ -1,7 +1,7 @@
 """Extract: new L1 messages -> durable L2 memory items, one LLM call per scope batch (never per message).
 
-The prompt lives here (EXTRACT_SYSTEM, build_extract_messages), its output schema in models/llm.py
-(ExtractionOutput) and its upsert in strataflow/memory/store.py. Per (namespace, subject) scope: the user
+The prompt lives in tasks/extract_prompt.py (EXTRACT_SYSTEM, the batches, build_extract_messages), its output
+schema in models/llm.py (ExtractionOutput) and its upsert in strataflow/memory/store.py. Per scope: the user
 messages past the scope's 'extract' watermark, each with the assistant turn just before it as context
 (marked in the prompt, cut to CONTEXT_CHARS, never a source of items), chunked to
 settings.extract_batch_tokens, each chunk sent with the compact list of the subject's existing keys; items
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from prefect import task
@@ -47,12 +47,13 @@ from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.memory import store
 from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
 from strataflow.ops.scopes import (
+    EARLIEST,
     Scope,
     ScopeMessage,
     advance_watermark,
-    pending_scopes,
     scope_lock,
     scope_messages,
+    stage_scopes,
 )
 from tasks.extract_prompt import (
     EXTRACT_ROLES,
@@ -77,9 +78,9 @@ __all__ = [
     "refresh_hot_memory_task",
 ]
 
-EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-# Extracted items that cite a message of a recompute window, and how many of them another model or prompt
-# version produced (and no confirmation by the configured ones since).
+# Items the extraction stage wrote from a message of a recompute window (typed items of hot memory have their
+# own prompt version and are not counted), and how many of them another model or prompt version produced (and
+# no confirmation by the configured ones since).
 SELECT_WINDOW_ITEMS = text(
     """
     select count(*) as items,
@@ -88,7 +89,8 @@ SELECT_WINDOW_ITEMS = text(
                                    cast(:prompt_version as text))) as stale
     from memory_items
     where namespace = :namespace and subject_id = :subject_id and source = 'extracted'
-      and status = 'active' and kind <> 'hot_summary' and source_message_ids && cast(:message_ids as bigint[])
+      and status = 'active' and kind <> 'hot_summary' and prompt_version like 'extract-%'
+      and source_message_ids && cast(:message_ids as bigint[])
     """
 )
 SELECT_EXISTING_KEYS = text(
@@ -134,11 +136,7 @@ def scopes_to_extract(
     conn: Connection, namespace: str | None, shard: Shard, recompute: Recompute | None = None
 ) -> list[Scope]:
     """This shard's scopes with messages past their watermark (or, recomputing, in the window)."""
-    if recompute is None:
-        scopes = pending_scopes(conn, STAGE, namespace)
-    else:
-        scopes = pending_scopes(conn, STAGE, namespace, recompute.since or EARLIEST, recompute.until)
-    return [scope for scope in scopes if shard.owns(scope.namespace, scope.subject_id)]
+    return stage_scopes(conn, STAGE, namespace, shard, recompute)
 
 
 def extract_new(

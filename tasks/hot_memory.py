@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from prefect import task
@@ -36,12 +35,11 @@ from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block
 from strataflow.memory import store
 from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
-from strataflow.ops.scopes import Scope, advance_watermark, pending_scopes, scope_lock
+from strataflow.ops.scopes import Scope, advance_watermark, scope_lock, stage_scopes
 
 STAGE = "hot_summary"
 PROMPT_VERSION = "hot-summary-v2"
 LAST_MESSAGES = 50
-EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 HOT_KINDS = frozenset({"status", "decision", "preference"})
 
 HOT_SYSTEM = """You write the hot memory of one conversation scope: a compact summary (at most 5 sentences)
@@ -84,11 +82,7 @@ def hot_scopes(
     conn: Connection, namespace: str | None, shard: Shard, recompute: Recompute | None = None
 ) -> list[Scope]:
     """This shard's scopes with messages past their hot_summary watermark (or, recomputing, in the window)."""
-    if recompute is None:
-        scopes = pending_scopes(conn, STAGE, namespace)
-    else:
-        scopes = pending_scopes(conn, STAGE, namespace, recompute.since or EARLIEST, recompute.until)
-    return [scope for scope in scopes if shard.owns(scope.namespace, scope.subject_id)]
+    return stage_scopes(conn, STAGE, namespace, shard, recompute)
 
 
 def last_messages(conn: Connection, scope: Scope) -> list[Any]:

@@ -82,7 +82,7 @@ CONFIRM_ITEM = text(
     update memory_items set confirmed_model = :model, confirmed_prompt_version = :prompt_version,
         confirmed_run_id = :run_id, confirmed_at = now()
     where namespace = :namespace and subject_id = :subject_id and kind = :kind and key = :key
-      and source = 'extracted' and status = 'active'
+      and source = 'extracted' and status = 'active' and starts_with(prompt_version, :stage_prefix)
       and (coalesce(confirmed_model, model), coalesce(confirmed_prompt_version, prompt_version))
           is distinct from (cast(:model as text), cast(:prompt_version as text))
     """
@@ -215,9 +215,12 @@ def confirm_item(
     run_id: uuid.UUID | None,
 ) -> bool:
     """Record on an extracted item whose value a re-extraction found unchanged which model, prompt version
-    and run confirmed it (a reprocess with another model). False when nothing was written: a manual or
-    deleted item, or one this model and prompt version already produced or confirmed."""
+    and run confirmed it (a reprocess with another model). Only the stage that wrote the item confirms it
+    (its prompt versions share the name before '-v': extract-v1, extract-v2). False when nothing was
+    written: a manual or deleted item, another stage's item, or one this model and prompt version already
+    produced or confirmed."""
     params = {
+        "stage_prefix": prompt_version.rsplit("-v", 1)[0] + "-",
         "namespace": namespace,
         "subject_id": subject_id,
         "kind": kind,

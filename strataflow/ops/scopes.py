@@ -11,9 +11,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import Connection, text
+
+from models.params import Recompute, Shard
 
 SELECT_PENDING_SCOPES = text(
     """
@@ -56,6 +58,7 @@ UPSERT_WATERMARK = text(
         updated_at = now()
     """
 )
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)  # a recompute window with no start
 TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:lock_key, 0))")
 UNLOCK = text("select pg_advisory_unlock(hashtextextended(:lock_key, 0))")
 
@@ -92,6 +95,17 @@ def pending_scopes(
     else:
         rows = conn.execute(SELECT_PENDING_SCOPES, {"stage": stage, "namespace": namespace})
     return [Scope(*row) for row in rows]
+
+
+def stage_scopes(
+    conn: Connection, stage: str, namespace: str | None, shard: Shard, recompute: Recompute | None = None
+) -> list[Scope]:
+    """One shard's scopes with messages past the stage's watermark, or (recompute) in its window."""
+    if recompute is None:
+        scopes = pending_scopes(conn, stage, namespace)
+    else:
+        scopes = pending_scopes(conn, stage, namespace, recompute.since or EARLIEST, recompute.until)
+    return [scope for scope in scopes if shard.owns(scope.namespace, scope.subject_id)]
 
 
 def scope_messages(conn: Connection, scope: Scope, since: datetime | None = None) -> list[ScopeMessage]:

@@ -153,6 +153,30 @@ def test_force_asks_the_model_again_even_where_it_produced_the_items(
     assert len(scripted_llm_server.requests) == requests + 2
 
 
+def test_a_reprocess_stops_cleanly_at_the_budget_and_the_next_one_resumes_where_it_stopped(
+    settings: Settings, engine: Engine, namespace: str, logs: Path, scripted_llm_server: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy-key-1234567890")
+    old = settings.model_copy(update={"extract_model": "openai/old", "llm_api_base": scripted_llm_server.url})
+    scripted_llm_server.fallback = model_answer(upper=False)
+    ingest_logs(old, [logs], namespace=namespace, progress=False)
+    extract_new(old, namespace=namespace, progress=False)
+
+    scripted_llm_server.fallback = model_answer(upper=True)
+    tight = old.model_copy(update={"extract_model": "openai/new", "llm_budget_tokens": 100})  # 120 a call
+    stopped = extract_new(tight, run_id=uuid.uuid4(), namespace=namespace, progress=False, recompute=WINDOW)
+    roomy = tight.model_copy(update={"llm_budget_tokens": 10_000})
+    resumed = extract_new(roomy, run_id=uuid.uuid4(), namespace=namespace, progress=False, recompute=WINDOW)
+
+    assert (stopped.budget_stopped, stopped.llm_calls, stopped.items_changed) == (True, 1, 2)
+    assert (resumed.budget_stopped, resumed.scopes_current, resumed.llm_calls) == (False, 1, 1)
+    with engine.connect() as conn:
+        models = conn.execute(
+            text("select distinct model from memory_items where namespace = :ns"), {"ns": namespace}
+        ).scalars()
+        assert list(models) == ["openai/new"]
+
+
 @pytest.mark.parametrize("count", [1, 2, 3, 7])
 def test_shards_split_the_scopes_into_disjoint_parts_that_cover_them_all(count: int) -> None:
     scopes = [("ns", f"subject-{i}") for i in range(200)] + [("other", "subject-1")]
