@@ -11,9 +11,8 @@ only when its input changed, and otherwise refreshes its metrics (SQL only). A b
 (force: every week, with a fresh answer); the rewritten report keeps its earlier revision
 (strataflow/memory/reports.py).
 
-Long weeks: the prompt carries at most PROMPT_BUDGET_CHARS of messages, each cut to MESSAGE_CHARS; when a
-week is longer, every user message that fits is kept first, then evenly spaced others, in time order
-(`messages_sampled_out` counts the rest). Metrics are always computed in SQL over the whole week.
+Long weeks are sampled to fit the prompt (tasks/rollup_prompt.py); metrics are always computed in SQL over
+the whole week.
 
 A week is normally rolled up before its rows expire (the expiry guard sees to it). If a late backfill
 changes a week whose rows were partly expired, the new summary can only read the surviving rows; key
@@ -61,8 +60,6 @@ from tasks.rollup_prompt import (
     build_prompt,
     sample_for_prompt,
 )
-
-__all__ = ["PROMPT_VERSION", "rollup_weeks", "rollup_weeks_task", "sample_for_prompt"]
 
 # The input hash of a scope-week, over message_keys rows `k` (they outlive L1): ids and content hashes.
 WEEK_HASH_SQL = "md5(string_agg(k.message_id::text || ':' || k.content_hash, ',' order by k.message_id))"
