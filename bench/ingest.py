@@ -5,9 +5,11 @@ Generates N English chat messages as a JSONL file (streamed to disk), then in th
   expires_at, which the table requires) into bench_copy_messages, a table partitioned and indexed exactly
   like conversation_messages; no validation, dedup, intent, language or full-text vector;
 - ingest: tasks.ingest.ingest_logs on the same file into namespace bench_ingest (validation, enrichment,
-  staging COPY, message_keys dedup, upsert into conversation_messages, full-text vector; no embedding).
+  staging COPY, message_keys dedup, upsert into conversation_messages, full-text vector; no embedding),
+  through the bulk pipeline of strataflow/ingest/pipeline.py (docs/ingest-performance.md).
 Then the ingest path alone on a smaller half-Chinese file (jieba segmentation) for zh_rows_per_s.
-Prints one JSON line last; progress on stderr.
+Prints one JSON line last (with the 1-minute load average before and after: the machine is shared, and a
+loaded machine lowers the ratio); progress on stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import re
 import resource
@@ -190,6 +193,7 @@ def main() -> None:
     args = parser.parse_args()
     zh_rows = args.zh_rows or max(1000, min(args.rows // 20, 10_000))
 
+    load_before = os.getloadavg()[0]
     settings = load_settings(**({"ingest_chunk_rows": args.chunk_rows} if args.chunk_rows else {}))
     engine = engine_for(settings)
     migrations.upgrade(engine)
@@ -222,6 +226,7 @@ def main() -> None:
         "zh_rows": zh_inserted,
         "zh_rows_per_s": round(zh_inserted / zh_s, 1),
         "chunk_rows": settings.ingest_chunk_rows,
+        "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "baseline": BASELINE,
     }
     print(json.dumps(figures))

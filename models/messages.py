@@ -9,6 +9,7 @@ Validation needs two run settings, passed as the pydantic validation context (se
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -96,6 +97,158 @@ class MessageRecord(BaseModel):
 def validation_context(tz: ZoneInfo, max_content_chars: int) -> dict[str, Any]:
     """The context MessageRecord.model_validate needs: the run's time zone and content size limit."""
     return {"tz": tz, "max_content_chars": max_content_chars}
+
+
+# A validated record as a plain tuple, in this order (what the ingest reads from a MessageRecord).
+RecordFields = tuple[
+    str, str, str, Role, str, datetime, str | None, str | None, str | None, str | None, dict[str, Any] | None
+]
+FIELD_ORDER = (
+    "conversation_id",
+    "subject_id",
+    "source_message_id",
+    "role",
+    "content",
+    "created_at",
+    "namespace",
+    "source",
+    "agent_id",
+    "lang",
+    "metadata",
+)
+# The one time layout the fast path reads itself; pydantic reads every other layout it accepts.
+CANONICAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
+ROLES: dict[str, Role] = {role.value: role for role in Role}
+
+
+def record_fields(record: MessageRecord) -> RecordFields:
+    """A validated MessageRecord as RecordFields."""
+    return (
+        record.conversation_id,
+        record.subject_id,
+        record.source_message_id,
+        record.role,
+        record.content,
+        record.created_at,
+        record.namespace,
+        record.source,
+        record.agent_id,
+        record.lang,
+        record.metadata,
+    )
+
+
+def canonical_fields(value: dict[str, Any], tz: ZoneInfo, max_content_chars: int) -> RecordFields | None:
+    """MessageRecord's result for a record that is already canonical, without pydantic; else None.
+
+    Accepts only what the model accepts unchanged: ids as non-empty text (or plain ints, which the model
+    turns into text), a known role, non-blank content within the limit, created_at as a datetime or as ISO
+    text (YYYY-MM-DD[T ]HH:MM:SS[.ffffff][Z|+HH:MM]) between MIN_YEAR and MAX_YEAR, optional fields as text
+    or null, metadata as an object with text keys, and no NUL anywhere the model forbids one. Anything
+    else returns None, and the caller validates the record with the model, which gives the same result or
+    the error to quarantine. tests/ingest/test_fast_path.py holds the two to the same answers.
+    """
+    get = value.get
+    conversation_id, subject_id, message_id = (
+        get("conversation_id"),
+        get("subject_id"),
+        get("source_message_id"),
+    )
+    role, content = get("role"), get("content")
+    if not (
+        type(conversation_id) is str
+        and type(subject_id) is str
+        and type(message_id) is str
+        and 0 < len(conversation_id) <= ID_MAX_CHARS
+        and 0 < len(subject_id) <= ID_MAX_CHARS
+        and 0 < len(message_id) <= ID_MAX_CHARS
+        and "\x00" not in conversation_id
+        and "\x00" not in subject_id
+        and "\x00" not in message_id
+    ):
+        conversation_id, subject_id, message_id = (
+            _canonical_id(conversation_id),
+            _canonical_id(subject_id),
+            _canonical_id(message_id),
+        )
+        if conversation_id is None or subject_id is None or message_id is None:
+            return None
+    if (
+        type(role) is not str
+        or role not in ROLES
+        or type(content) is not str
+        or not content
+        or content.isspace()
+        or "\x00" in content
+        or len(content) > max_content_chars
+    ):
+        return None
+    created_at = _canonical_time(get("created_at"), tz)
+    namespace, source, agent_id, lang = get("namespace"), get("source"), get("agent_id"), get("lang")
+    metadata = get("metadata")
+    if (
+        created_at is None
+        or not _optional_text(namespace, ID_MAX_CHARS)
+        or not _optional_text(source, ID_MAX_CHARS)
+        or not _optional_text(agent_id, ID_MAX_CHARS)
+        or not _optional_text(lang, 16)
+        or metadata is not None
+        and not _text_keyed_dict(metadata)
+    ):
+        return None
+    return (
+        conversation_id,
+        subject_id,
+        message_id,
+        ROLES[role],
+        content,
+        created_at,
+        namespace,
+        source,
+        agent_id,
+        lang,
+        metadata,
+    )
+
+
+def _canonical_id(value: Any) -> str | None:
+    """An id as the model keeps it (text, or a plain int as text), or None when the model must decide."""
+    if type(value) is int:
+        value = str(value)
+    if type(value) is str and 0 < len(value) <= ID_MAX_CHARS and "\x00" not in value:
+        return value
+    return None
+
+
+def _optional_text(value: Any, limit: int) -> bool:
+    return value is None or type(value) is str and len(value) <= limit and "\x00" not in value
+
+
+def _text_keyed_dict(value: Any) -> bool:
+    if type(value) is not dict:
+        return False
+    for key in value:
+        if type(key) is not str:
+            return False
+    return True
+
+
+def _canonical_time(value: Any, tz: ZoneInfo) -> datetime | None:
+    moment: datetime
+    if type(value) is str:
+        if not CANONICAL_TIME.fullmatch(value):
+            return None
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    elif type(value) is datetime:
+        moment = value
+    else:
+        return None
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=tz)
 
 
 class RecordProblem(BaseModel):

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "run",
     "memory",
     "access",
+    "api",
     "docs",
     "protocols",
 )

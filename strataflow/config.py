@@ -74,6 +74,21 @@ class Settings(BaseSettings):
         description="Wait for the Prefect 'llm' limit (created on first use) instead of only warning.",
     )
 
+    api_rate_per_s: float = Field(
+        20.0, ge=0, description="Requests per second per API key and server process; 0 turns the limit off."
+    )
+    api_rate_burst: int = Field(40, ge=1, description="Requests an API key may make at once before waiting.")
+    api_max_body_bytes: int = Field(1_048_576, ge=1024, description="Larger request bodies get 413.")
+    api_durable_writes: bool = Field(
+        False,
+        description="Online writes wait for their WAL flush (one fsync each). Off: a write acknowledged less "
+        "than a second before a database crash can be lost, never half-written; batch ingest is unaffected.",
+    )
+    api_key: SecretStr | None = Field(None, description="The key `strataflow mcp` (stdio) runs with.")
+    api_namespace: str | None = Field(
+        None, description="The namespace `strataflow mcp` uses when its key's role has several."
+    )
+
     @field_validator("home", mode="after")
     @classmethod
     def _expand_home(cls, value: Path) -> Path:

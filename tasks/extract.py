@@ -88,7 +88,7 @@ SELECT_WINDOW_ITEMS = text(
                                    prompt_version)) is distinct from (cast(:model as text),
                                    cast(:prompt_version as text))) as stale
     from memory_items
-    where namespace = :namespace and subject_id = :subject_id and source = 'extracted'
+    where namespace = :namespace and subject_id = :subject_id and agent_id is null and source = 'extracted'
       and status = 'active' and kind <> 'hot_summary' and prompt_version like 'extract-%'
       and source_message_ids && cast(:message_ids as bigint[])
     """
@@ -244,15 +244,14 @@ def _apply_items(
         if not sources or item.kind is MemoryKind.hot_summary:
             result.items_dropped += 1
             continue
-        identity = {
-            "namespace": scope.namespace,
-            "subject_id": scope.subject_id,
-            "kind": item.kind.value,
-            "key": item.key,
-        }
+        identity = {"namespace": scope.namespace, "subject_id": scope.subject_id}
+        identity |= {"kind": item.kind.value, "key": item.key}
         action = store.upsert_item(
             conn,
-            **identity,
+            namespace=scope.namespace,
+            subject_id=scope.subject_id,
+            kind=item.kind.value,
+            key=item.key,
             value=item.value,
             statement=item.statement,
             category=item.category,

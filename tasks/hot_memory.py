@@ -73,7 +73,8 @@ SELECT_SUMMARY_CURRENT = text(
     select (coalesce(confirmed_model, model), coalesce(confirmed_prompt_version, prompt_version))
            = (cast(:model as text), cast(:prompt_version as text))
     from memory_items
-    where namespace = :namespace and subject_id = :subject_id and kind = 'hot_summary' and key = 'hot_summary'
+    where namespace = :namespace and subject_id = :subject_id and agent_id is null and kind = 'hot_summary'
+      and key = 'hot_summary'
     """
 )
 

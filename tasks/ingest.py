@@ -25,6 +25,7 @@ from models.results import IngestResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.enrich import ChunkOptions
+from strataflow.ingest.pipeline import ingest_chunks
 from strataflow.ingest.readers import (
     ReaderError,
     ReadItem,
@@ -33,7 +34,6 @@ from strataflow.ingest.readers import (
     read_chunks,
     read_sql_chunks,
 )
-from strataflow.ingest.staging import ingest_chunks
 from strataflow.ops.runs import record_run
 
 logger = logging.getLogger(__name__)

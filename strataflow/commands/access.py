@@ -114,4 +114,7 @@ def list_roles() -> None:
 
 
 def register(app: typer.Typer) -> None:
+    from strataflow.commands.keys import register_key_commands
+
+    register_key_commands(access_app)  # create-key, list-keys, revoke-key: the service's API keys
     app.add_typer(access_app, name="access")

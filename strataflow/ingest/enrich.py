@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
 from pydantic import ValidationError
 
-from models.messages import MessageRecord, describe_errors, validation_context
+from models.messages import (
+    MessageRecord,
+    canonical_fields,
+    describe_errors,
+    record_fields,
+    validation_context,
+)
 from strataflow.ingest.intent import classify_intent
 from strataflow.ingest.readers import ReadError, ReadItem
 from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
@@ -40,6 +48,8 @@ STAGE_COLUMNS = (
     "fts_en",
     "fts_zh",
 )
+WEEK_SECONDS = 7 * 86400
+EPOCH_TO_MONDAY = 3 * 86400  # 1970-01-01 was a Thursday: weeks counted from Monday 1969-12-29
 
 
 @dataclass(frozen=True)
@@ -58,14 +68,22 @@ class ChunkOptions:
 class PreparedChunk:
     rows: list[tuple[Any, ...]] = field(default_factory=list)  # in STAGE_COLUMNS order
     payload: str = ""  # rows as COPY text (tab-separated, escaped), rendered off the database thread
+    staged: int = 0  # rows in payload (the bulk pipeline drops `rows` once payload is rendered)
     quarantined: list[dict[str, Any]] = field(default_factory=list)
     duplicates: int = 0
+    weeks: list[datetime] = field(default_factory=list)  # the UTC ISO weeks (Monday 00:00) the rows fall in
 
 
-def prepare_chunk(items: list[ReadItem], options: ChunkOptions) -> PreparedChunk:
-    """Validate and enrich a chunk; see the module docstring for where each item goes."""
+def prepare_chunk(items: list[ReadItem], options: ChunkOptions, fast: bool = True) -> PreparedChunk:
+    """Validate and enrich a chunk; see the module docstring for where each item goes.
+
+    With `fast` (the default) a record that is already canonical skips pydantic (models.messages.
+    canonical_fields decides, with the model's result); every other record, and every record when
+    fast=False, is validated by MessageRecord. Both give the same rows and the same quarantine entries.
+    """
     context = validation_context(options.tz, options.max_content_chars)
     validate = MessageRecord.model_validate
+    tz, max_chars = options.tz, options.max_content_chars
     by_key: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     chunk = PreparedChunk()
     for position, raw, value in items:
@@ -74,47 +92,49 @@ def prepare_chunk(items: list[ReadItem], options: ChunkOptions) -> PreparedChunk
                 _problem(options, position, raw, None, value.field, value.reason, value.error)
             )
             continue
-        try:
-            record = validate(value, context=context)
-        except ValidationError as exc:
-            problem = describe_errors(exc)
-            chunk.quarantined.append(
-                _problem(options, position, raw, value, problem.field, problem.reason, problem.error)
-            )
-            continue
-        namespace = options.namespace or record.namespace
+        fields = canonical_fields(value, tz, max_chars) if fast else None
+        if fields is None:
+            try:
+                fields = record_fields(validate(value, context=context))
+            except ValidationError as exc:
+                problem = describe_errors(exc)
+                chunk.quarantined.append(
+                    _problem(options, position, raw, value, problem.field, problem.reason, problem.error)
+                )
+                continue
+        (conversation_id, subject_id, message_id, role, content, event_at) = fields[:6]
+        (record_namespace, record_source, agent_id, record_lang, record_metadata) = fields[6:]
+        namespace = options.namespace or record_namespace
         if namespace is None:
             error = "field 'namespace' is missing: the record has none and no --namespace was given"
             chunk.quarantined.append(
                 _problem(options, position, raw, value, "namespace", "missing_namespace", error)
             )
             continue
-        metadata = to_json(record.metadata) if record.metadata else "{}"
+        metadata = to_json(record_metadata) if record_metadata else "{}"
         if "\\u0000" in metadata:
             error = "field 'metadata': contains a NUL character, which PostgreSQL cannot store"
             chunk.quarantined.append(
                 _problem(options, position, raw, value, "metadata", "nul_character", error)
             )
             continue
-        source = options.source or record.source or options.default_source
-        content = record.content
+        source = options.source or record_source or options.default_source
         if CJK_RUN.search(content):
-            lang = record.lang or detect_lang(content)
+            lang = record_lang or detect_lang(content)
             fts_en, fts_zh = fts_parts(content)
         else:  # the common English case, with the same results as detect_lang / fts_parts
-            lang, fts_en, fts_zh = record.lang or "en", content, ""
-        event_at = record.created_at
-        key = (namespace, source, record.source_message_id)
+            lang, fts_en, fts_zh = record_lang or "en", content, ""
+        key = (namespace, source, message_id)
         if key in by_key:
-            chunk.duplicates += 1
+            chunk.duplicates += 1  # the later record wins (in the earlier one's place)
         by_key[key] = (
             namespace,
             source,
-            record.source_message_id,
-            record.subject_id,
-            record.agent_id or None,
-            record.conversation_id,
-            record.role,
+            message_id,
+            subject_id,
+            agent_id or None,
+            conversation_id,
+            role,
             content,
             content_hash(content),
             lang,
@@ -125,27 +145,48 @@ def prepare_chunk(items: list[ReadItem], options: ChunkOptions) -> PreparedChunk
             fts_zh,
         )
     chunk.rows = list(by_key.values())
+    chunk.staged = len(chunk.rows)
     if chunk.rows:
         chunk.payload = render_copy(chunk.rows)
+        chunk.weeks = utc_weeks(row[11] for row in chunk.rows)
     return chunk
 
 
+def utc_weeks(times: Iterable[datetime]) -> list[datetime]:
+    """The distinct UTC ISO weeks (their Monday 00:00 UTC) of aware datetimes, in order."""
+    weeks = {(int(moment.timestamp()) + EPOCH_TO_MONDAY) // WEEK_SECONDS for moment in times}
+    return [datetime.fromtimestamp(week * WEEK_SECONDS - EPOCH_TO_MONDAY, UTC) for week in sorted(weeks)]
+
+
 def render_copy(rows: list[tuple[Any, ...]]) -> str:
-    """Rows in COPY text format: tab-separated, backslash escapes, \\N for a null agent_id, ISO times."""
-    lines = []
-    for row in rows:
-        texts = list(row)
-        agent = texts[4]
-        texts[4] = agent or ""
-        texts[11] = row[11].isoformat()
-        joined = "".join(texts)
-        if "\\" in joined or "\t" in joined or "\n" in joined or "\r" in joined:
-            texts = [_escape(value) for value in texts]
-        if agent is None:
-            texts[4] = "\\N"
-        lines.append("\t".join(texts))
+    """Rows in COPY text format: tab-separated, backslash escapes, \\N for a null agent_id, ISO times.
+
+    Rows are joined as they are, and the whole text is checked once: when it holds exactly the tabs,
+    newlines and backslashes (one per \\N) that the layout puts there, no value needed escaping; otherwise
+    the rows are rendered again with every value escaped.
+    """
+    lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in rows]
+    lines.append("")
+    payload = "\n".join(lines)
+    nulls = sum(1 for row in rows if row[4] is None)
+    if (
+        payload.count("\t") == (len(STAGE_COLUMNS) - 1) * len(rows)
+        and payload.count("\n") == len(rows)
+        and payload.count("\\") == nulls
+        and "\r" not in payload
+    ):
+        return payload
+    escaped = [tuple(_escape(v) if isinstance(v, str) else v for v in row) for row in rows]
+    lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in escaped]
     lines.append("")
     return "\n".join(lines)
+
+
+def _line(row: tuple[Any, ...], agent: str) -> str:
+    return "\t".join(
+        (row[0], row[1], row[2], row[3], agent, row[5], row[6], row[7], row[8], row[9], row[10],
+         row[11].isoformat(), row[12], row[13], row[14])
+    )  # fmt: skip
 
 
 def _escape(value: str) -> str:

@@ -1,4 +1,5 @@
-"""Staging writer: prepared chunks into L1 with COPY and set-based SQL (the caller streams the chunks).
+"""Staging writer: prepared chunks into L1 with COPY and set-based SQL (strataflow/ingest/pipeline.py streams
+the chunks of a bulk ingest; the service writes one small chunk at a time).
 
 Per chunk, in one transaction: COPY into a temp staging table (each staged row draws a fresh message_id from
 message_keys' own sequence), create missing weekly partitions, insert new keys into message_keys, insert
@@ -10,28 +11,18 @@ brought back. Bad records of the chunk go to quarantine in the same transaction.
 
 from __future__ import annotations
 
-import logging
-import queue
-import threading
 import uuid
-from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
 
-import psycopg
 from pydantic import BaseModel
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, text
 
-from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
-from strataflow.ingest.readers import ReadItem
+from strataflow.ingest.enrich import STAGE_COLUMNS, PreparedChunk
 
-logger = logging.getLogger(__name__)
-
-WRITERS = 2  # database connections writing chunks at once
-
-CREATE_STAGE = text(
+# The staging tables (created once per connection) empty at commit; a caller writing two chunks in one
+# transaction needs the deletes too (cheaper than truncate when the tables are already empty).
+PREPARE_STAGE = text(
     """
     create temp table if not exists ingest_stage (
         message_id bigint default nextval('message_keys_message_id_seq'),
@@ -42,11 +33,11 @@ CREATE_STAGE = text(
     create temp table if not exists ingest_changed (
         message_id bigint, old_event_at timestamptz, ingested_at timestamptz,
         namespace text, source text, source_message_id text
-    ) on commit delete rows
+    ) on commit delete rows;
+    delete from ingest_stage;
+    delete from ingest_changed
     """
 )
-# The staging tables empty at commit; a caller writing two chunks in one transaction needs this too.
-CLEAR_STAGE = text("truncate ingest_stage, ingest_changed")
 COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
 # One call per distinct UTC week in the chunk (not the whole min..max range, which may be years apart).
 ENSURE_PARTITIONS = text(
@@ -99,7 +90,8 @@ INSERT_NEW_MESSAGES = text(
     join message_keys k on k.message_id = s.message_id
     """
 )
-# Known keys whose content changed; keys whose L1 row expired stay expired.
+# Known keys whose content changed; keys whose L1 row expired stay expired. The keys are locked: a
+# concurrent writer rewriting the same key finishes first, and this one then sees (and replaces) its row.
 FIND_CHANGED = text(
     """
     insert into ingest_changed (message_id, old_event_at, namespace, source, source_message_id)
@@ -107,6 +99,7 @@ FIND_CHANGED = text(
     from ingest_stage s
     join message_keys k using (namespace, source, source_message_id)
     where k.content_hash <> s.content_hash and k.expired_at is null
+    for update of k
     """
 )
 REMOVE_CHANGED = text(
@@ -138,6 +131,11 @@ INSERT_CHANGED = text(
     join ingest_stage s using (namespace, source, source_message_id)
     """
 )
+# Partitions for a chunk's UTC weeks, in week order (one lock order for every writer).
+ENSURE_WEEKS = text(
+    "select ensure_message_partitions(week, week) "
+    "from unnest(cast(:weeks as timestamptz[])) as week order by week"
+)
 INSERT_QUARANTINE = text(
     """
     insert into quarantine (run_id, namespace, subject_id, source, position, field, reason, error, raw_record)
@@ -155,116 +153,52 @@ class ChunkCounts(BaseModel):
 
 
 def write_chunk(
-    conn: Connection, chunk: PreparedChunk, read: int, run_id: uuid.UUID | None, retention_days: int
+    conn: Connection,
+    chunk: PreparedChunk,
+    read: int,
+    run_id: uuid.UUID | None,
+    retention_days: int,
+    *,
+    partitions_ready: bool = False,
+    keys_turn: AbstractContextManager[None] | None = None,
 ) -> ChunkCounts:
-    """Stage and upsert one prepared chunk, quarantine its bad records (the caller owns the transaction)."""
+    """Stage and upsert one prepared chunk, quarantine its bad records (the caller owns the transaction).
+
+    partitions_ready: the caller has already created the chunk's weekly partitions (ensure_weeks).
+    keys_turn: entered around claiming the keys (inserting new ones, locking changed ones): the bulk
+    pipeline's file order, strataflow/ingest/pipeline.py.
+    """
     counts = ChunkCounts(read=read, quarantined=len(chunk.quarantined), skipped=chunk.duplicates)
     if chunk.quarantined:
         conn.execute(INSERT_QUARANTINE, [{"run_id": run_id, **row} for row in chunk.quarantined])
-    if not chunk.rows:
+    staged = chunk.staged or len(chunk.rows)  # a chunk built by hand may only have rows
+    if not staged:
         return counts
-    conn.execute(CREATE_STAGE)
-    conn.execute(CLEAR_STAGE)
+    conn.execute(PREPARE_STAGE)
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     with cursor.copy(COPY_STAGE) as copy:
         copy.write(chunk.payload)
-    conn.execute(ENSURE_PARTITIONS)
-    counts.inserted = conn.execute(INSERT_KEYS).rowcount
-    if counts.inserted == len(chunk.rows):  # the common case of a first ingest
+    if not partitions_ready:
+        conn.execute(ENSURE_PARTITIONS)
+    with keys_turn or nullcontext():  # claim new keys and lock changed ones
+        counts.inserted = conn.execute(INSERT_KEYS).rowcount
+        changed = counts.inserted < staged and conn.execute(FIND_CHANGED).rowcount > 0
+    if counts.inserted == staged:  # the common case of a first ingest
         conn.execute(INSERT_ALL_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
     else:
         if counts.inserted:
             conn.execute(INSERT_NEW_MESSAGES, {"run_id": run_id, "retention_days": retention_days})
-        if conn.execute(FIND_CHANGED).rowcount:
+        if changed:
             conn.execute(REMOVE_CHANGED)
             conn.execute(REKEY_CHANGED)
             counts.updated = conn.execute(
                 INSERT_CHANGED, {"run_id": run_id, "retention_days": retention_days}
             ).rowcount
-    counts.skipped += len(chunk.rows) - counts.inserted - counts.updated
+    counts.skipped += staged - counts.inserted - counts.updated
     return counts
 
 
-def ingest_chunks(
-    engine: Engine,
-    chunks: Iterator[list[ReadItem]],
-    options: ChunkOptions,
-    run_id: uuid.UUID | None,
-    bar: Any = None,
-    writers: int = WRITERS,
-) -> ChunkCounts:
-    """Prepare and write every chunk, one transaction each.
-
-    A background thread reads and prepares chunks while `writers` connections write them (at most a few
-    chunks are in flight, so memory stays bounded). Keys are normally unique in a source; when the same key
-    sits in two chunks written at once, either may land first, and a deadlock between them is retried.
-    """
-    total = ChunkCounts()
-    with ThreadPoolExecutor(max_workers=writers, thread_name_prefix="ingest-write") as pool:
-        pending: deque[Future[ChunkCounts]] = deque()
-        for items_read, prepared in _prepared_in_background(chunks, options):
-            pending.append(pool.submit(_write_with_retry, engine, prepared, items_read, run_id, options))
-            while len(pending) >= writers:
-                _add_counts(total, pending.popleft().result(), bar)
-        while pending:
-            _add_counts(total, pending.popleft().result(), bar)
-    return total
-
-
-def _write_with_retry(
-    engine: Engine, prepared: PreparedChunk, items_read: int, run_id: uuid.UUID | None, options: ChunkOptions
-) -> ChunkCounts:
-    for attempt in range(1, 4):
-        try:
-            with engine.connect() as conn, conn.begin():
-                return write_chunk(conn, prepared, items_read, run_id, options.retention_days)
-        except OperationalError as exc:
-            if not isinstance(exc.orig, psycopg.errors.DeadlockDetected) or attempt == 3:
-                raise
-            logger.info("chunk write deadlocked with a concurrent chunk; retrying (attempt %d)", attempt + 1)
-    raise AssertionError("unreachable")
-
-
-def _add_counts(total: ChunkCounts, counts: ChunkCounts, bar: Any) -> None:
-    for name in ("read", "inserted", "updated", "skipped", "quarantined"):
-        setattr(total, name, getattr(total, name) + getattr(counts, name))
-    if bar is not None:
-        bar(counts.read)
-
-
-_DONE = object()
-
-
-def _prepared_in_background(
-    chunks: Iterator[list[ReadItem]], options: ChunkOptions
-) -> Iterator[tuple[int, PreparedChunk]]:
-    results: queue.Queue[Any] = queue.Queue(maxsize=2)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for items in chunks:
-                if stop.is_set():
-                    return
-                results.put((len(items), prepare_chunk(items, options)))
-            results.put(_DONE)
-        except BaseException as exc:  # handed to the consuming thread, which re-raises it
-            results.put(exc)
-
-    worker = threading.Thread(target=produce, name="ingest-prepare", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = results.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while worker.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                results.get(timeout=0.1)
-            except queue.Empty:
-                pass
+def ensure_weeks(conn: Connection, weeks: list[datetime]) -> None:
+    """Create the weekly L1 partitions of these UTC weeks if missing (PreparedChunk.weeks)."""
+    if weeks:
+        conn.execute(ENSURE_WEEKS, {"weeks": weeks})

@@ -5,12 +5,14 @@ Every write goes through strataflow.memory.store (upsert_item / delete_item with
 edits are versioned in memory_item_versions exactly like extracted ones, and extraction never silently
 overwrites a manual item. The caller owns the transaction (the CLI uses engine.begin()).
 
-Seed 003 entry types map onto the one kind enum: user -> fact, project -> meta, feedback and reference stay;
-its name/description/content map to key/statement/value. Agent scope: agent_id is stored on the item and,
-when given to get/list/search, only that agent's items match (the item identity stays (namespace, subject_id,
-kind, key), as in the schema). Search is full-text over memory_items (English stemming plus jieba-segmented
-Chinese, OR-ed words ranked by ts_rank) plus a substring match on key and statement for short or partial
-words; it needs no embedding, so an item saved a second ago is found.
+Seed 003 entry types map onto the one kind enum: user -> fact, project -> meta, feedback and reference stay
+(strataflow.memory.entries keeps the seed's name, description, content and type). Agent scope: the item
+identity is (namespace, subject_id, agent_id, kind, key); a write with agent_id writes that agent's item.
+Reads given an agent_id see the items visible to that agent: its own, the namespace's (no agent) and other
+agents' shared ones (is_shared); reads without one see every item of the namespace. Search is full-text over
+memory_items (English stemming plus jieba-segmented Chinese, OR-ed words ranked by ts_rank) plus a substring
+match on key, name and statement for short or partial words; it needs no embedding, so an item saved a second
+ago is found.
 """
 
 from __future__ import annotations
@@ -31,20 +33,30 @@ SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "re
 ITEM_COLUMNS = """
     mi.item_id, mi.namespace, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.value, mi.statement,
     mi.category, mi.importance, mi.confidence, mi.status, mi.source, mi.version, mi.valid_from,
-    mi.recorded_at, mi.updated_at,
-    mi.source_message_ids, mi.metadata
+    mi.recorded_at, mi.updated_at, mi.created_at,
+    mi.source_message_ids, mi.metadata, mi.name, mi.description, mi.entry_type, mi.is_shared
 """
-SCOPE_FILTER = """
+# What an agent sees: its own items, the namespace's (no agent) and other agents' shared ones.
+AGENT_VISIBLE = """
+    (cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id or mi.is_shared)
+"""
+SCOPE_FILTER = f"""
     mi.namespace = :namespace
     and (cast(:subject_id as text) is null or mi.subject_id = :subject_id)
-    and (cast(:agent_id as text) is null or mi.agent_id = :agent_id)
+    and {AGENT_VISIBLE}
     and (cast(:kind as text) is null or mi.kind = :kind)
     and (:include_deleted or mi.status = 'active')
 """
 SELECT_BY_ID = text(
     f"select {ITEM_COLUMNS} from memory_items as mi where mi.item_id = :item_id and {SCOPE_FILTER}"
 )
-SELECT_BY_KEY = text(f"select {ITEM_COLUMNS} from memory_items as mi where mi.key = :key and {SCOPE_FILTER}")
+SELECT_BY_KEY = text(
+    f"""
+    select {ITEM_COLUMNS} from memory_items as mi
+    where mi.key = :key and {SCOPE_FILTER}
+    order by mi.agent_id is not distinct from :agent_id desc, mi.agent_id nulls first
+    """
+)
 SELECT_LIST = text(
     f"""
     select {ITEM_COLUMNS} from memory_items as mi
@@ -59,11 +71,13 @@ SELECT_SEARCH = text(
     select {ITEM_COLUMNS},
         coalesce(ts_rank(mi.fts, q.tsq), 0)
             + case when mi.statement ilike :pattern escape '\\' or mi.key ilike :pattern escape '\\'
+                        or mi.name ilike :pattern escape '\\'
                    then 0.1 else 0 end as score
     from memory_items as mi cross join q
     where {SCOPE_FILTER} and mi.kind <> 'hot_summary'
         and (coalesce(mi.fts @@ q.tsq, false)
-             or mi.statement ilike :pattern escape '\\' or mi.key ilike :pattern escape '\\')
+             or mi.statement ilike :pattern escape '\\' or mi.key ilike :pattern escape '\\'
+             or mi.name ilike :pattern escape '\\')
     order by score desc, mi.importance desc, mi.item_id
     limit :k
     """
@@ -101,8 +115,13 @@ class MemoryItem(BaseModel):
     valid_from: datetime
     recorded_at: datetime
     updated_at: datetime
+    created_at: datetime
     source_message_ids: list[int]
     metadata: dict[str, Any]
+    name: str | None = None
+    description: str | None = None
+    entry_type: str | None = None
+    is_shared: bool = False
 
 
 class MemoryVersion(BaseModel):
@@ -169,18 +188,18 @@ def save_memory(
     confidence: float = 1.0,
     metadata: dict[str, Any] | None = None,
 ) -> MemoryWrite:
-    """Create or overwrite (kind, key) for the subject as a manual, versioned write."""
+    """Create or overwrite (kind, key) in the agent's scope of the subject as a manual, versioned write."""
     kind, key = normalize_kind(kind), normalize_key(key)
     if importance is not None and not 0 <= importance <= 100:
         raise ValueError(f"memory item {kind}:{key}: importance must be 0-100, got {importance}")
-    current = _get_by_key(conn, namespace, subject_id, kind, key, None, include_deleted=True)
+    current = get_item_by_identity(conn, namespace, subject_id, agent_id, kind, key)
     action = store.upsert_item(
         conn, namespace=namespace, subject_id=subject_id, kind=kind, key=key, value=value,
         statement=statement or _default_statement(key, value), category=category, importance=importance,
-        confidence=confidence, source="manual", event_at=_write_time(current), agent_id=agent_id,
+        confidence=confidence, source="manual", event_at=write_time(current), agent_id=agent_id,
         metadata=metadata,
     )  # fmt: skip
-    item = _get_by_key(conn, namespace, subject_id, kind, key, None, include_deleted=True)
+    item = get_item_by_identity(conn, namespace, subject_id, agent_id, kind, key)
     assert item is not None
     return MemoryWrite(action=action, item=item)
 
@@ -209,7 +228,7 @@ def update_memory(
         statement = _default_statement(current.key, value) if "value" in changes else current.statement
     return save_memory(
         conn, namespace, current.subject_id, current.kind, current.key, value, statement,
-        agent_id=agent_id or current.agent_id, category=changes.get("category", current.category),
+        agent_id=current.agent_id, category=changes.get("category", current.category),
         importance=changes.get("importance", current.importance),
         confidence=changes.get("confidence", current.confidence), metadata=changes.get("metadata"),
     )  # fmt: skip
@@ -229,7 +248,7 @@ def delete_memory(
     current = _require(conn, namespace, subject_id, item_id, kind, key, agent_id)
     store.delete_item(
         conn, namespace=namespace, subject_id=current.subject_id, kind=current.kind, key=current.key,
-        event_at=_write_time(current), source="manual",
+        event_at=write_time(current), source="manual", agent_id=current.agent_id,
     )  # fmt: skip
     item = get_memory(conn, namespace, current.subject_id, item_id=current.item_id, include_deleted=True)
     assert item is not None
@@ -314,6 +333,30 @@ def _scope(
     }  # fmt: skip
 
 
+SELECT_BY_IDENTITY = text(
+    f"""
+    select {ITEM_COLUMNS} from memory_items as mi
+    where mi.namespace = :namespace and mi.subject_id = :subject_id
+        and mi.agent_id is not distinct from :agent_id and mi.kind = :kind and mi.key = :key
+    """
+)
+
+
+def get_item_by_identity(
+    conn: Connection, namespace: str, subject_id: str, agent_id: str | None, kind: str, key: str
+) -> MemoryItem | None:
+    """The one item (active or deleted) with this identity."""
+    params = {
+        "namespace": namespace,
+        "subject_id": subject_id,
+        "agent_id": agent_id,
+        "kind": kind,
+        "key": key,
+    }
+    row = conn.execute(SELECT_BY_IDENTITY, params).mappings().first()
+    return None if row is None else MemoryItem(**row)
+
+
 def _get_by_key(
     conn: Connection,
     namespace: str,
@@ -346,7 +389,7 @@ def _require(
     return item
 
 
-def _write_time(current: MemoryItem | None) -> datetime:
+def write_time(current: MemoryItem | None) -> datetime:
     """Now, or the current version's event time if that is later: a manual write always becomes current."""
     now = datetime.now(UTC)
     return (

@@ -1,8 +1,9 @@
 """L2 writes: versioned memory items, used by extraction and by manual CRUD (strataflow.memory.api).
 
-One current row per (namespace, subject_id, kind, key) in memory_items; every version, the current one
-included, in memory_item_versions (bi-temporal: valid_from/valid_to in the world, recorded_at/superseded_at
-in our knowledge). Rules (issue 5 item 4, seed 004):
+One current row per (namespace, subject_id, agent_id, kind, key) in memory_items (a null agent_id is one
+scope of its own: extracted items have none); every version, the current one included, in
+memory_item_versions (bi-temporal: valid_from/valid_to in the world, recorded_at/superseded_at in our
+knowledge). Rules (issue 5 item 4, seed 004):
 
 - an unchanged value (and statement, importance, confidence, category) writes nothing;
 - a change closes the current version (valid_to = the new statement's event time, superseded_at = now) and
@@ -12,7 +13,10 @@ in our knowledge). Rules (issue 5 item 4, seed 004):
   history with its own valid interval (action kept_older);
 - a manual item is never silently overwritten by extraction: the extracted value goes to history with a
   note, and the caller reports it (action manual_protected);
-- a deleted item comes back (action new) only from a statement newer than its deletion.
+- a deleted item comes back (action new) only from a statement newer than its deletion;
+- seed 003 entry fields (name, description, entry_type, is_shared) are versioned like the rest: KEEP (the
+  default) keeps the current value, None clears it. An update by item_id may also change the item's kind
+  and key (a renamed entry).
 
 The caller owns the transaction. Embeddings are left null for tasks/embed.py to fill (and reset to null when
 the statement changes); the full-text vector is computed here.
@@ -41,23 +45,30 @@ KEPT_OLDER = "kept_older"
 MANUAL_PROTECTED = "manual_protected"
 CHANGED_ACTIONS = frozenset({NEW, CONTENT_MODIFIED, MODIFIED})
 
+CURRENT_COLUMNS = """
+    item_id, value, statement, category, importance, confidence, status, source, version, valid_from,
+    kind, key, name, description, entry_type, is_shared
+"""
 SELECT_CURRENT = text(
-    """
-    select item_id, value, statement, category, importance, confidence, status, source, version, valid_from
+    f"""
+    select {CURRENT_COLUMNS}
     from memory_items
-    where namespace = :namespace and subject_id = :subject_id and kind = :kind and key = :key
+    where namespace = :namespace and subject_id = :subject_id and agent_id is not distinct from :agent_id
+        and kind = :kind and key = :key
     for update
     """
 )
+SELECT_CURRENT_BY_ID = text(f"select {CURRENT_COLUMNS} from memory_items where item_id = :item_id for update")
 INSERT_ITEM = text(
     f"""
     insert into memory_items (namespace, subject_id, agent_id, kind, key, value, statement, category,
         importance, confidence, source, version, valid_from, fts, source_message_ids, metadata, run_id,
-        prompt_version, model)
+        prompt_version, model, name, description, entry_type, is_shared)
     values (:namespace, :subject_id, :agent_id, :kind, :key, cast(:value as jsonb), :statement, :category,
         :importance, :confidence, :source, 1, :event_at, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
-        :source_message_ids, cast(:metadata as jsonb), :run_id, :prompt_version, :model)
-    on conflict (namespace, subject_id, kind, key) do nothing
+        :source_message_ids, cast(:metadata as jsonb), :run_id, :prompt_version, :model, :name, :description,
+        :entry_type, coalesce(cast(:is_shared as boolean), false))
+    on conflict (namespace, subject_id, agent_id, kind, key) do nothing
     returning item_id
     """
 )
@@ -72,7 +83,8 @@ UPDATE_ITEM = text(
         fts = {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
         source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
         run_id = :run_id, prompt_version = :prompt_version, model = :model,
-        agent_id = coalesce(:agent_id, agent_id),
+        kind = :kind, key = :key, name = :name, description = :description, entry_type = :entry_type,
+        is_shared = coalesce(cast(:is_shared as boolean), false),
         confirmed_model = null, confirmed_prompt_version = null, confirmed_run_id = null, confirmed_at = null
     where item_id = :item_id
     """
@@ -81,8 +93,9 @@ CONFIRM_ITEM = text(
     """
     update memory_items set confirmed_model = :model, confirmed_prompt_version = :prompt_version,
         confirmed_run_id = :run_id, confirmed_at = now()
-    where namespace = :namespace and subject_id = :subject_id and kind = :kind and key = :key
-      and source = 'extracted' and status = 'active' and starts_with(prompt_version, :stage_prefix)
+    where namespace = :namespace and subject_id = :subject_id and agent_id is null and kind = :kind
+      and key = :key and source = 'extracted' and status = 'active'
+      and starts_with(prompt_version, :stage_prefix)
       and (coalesce(confirmed_model, model), coalesce(confirmed_prompt_version, prompt_version))
           is distinct from (cast(:model as text), cast(:prompt_version as text))
     """
@@ -126,6 +139,23 @@ class _Current:
     source: str
     version: int
     valid_from: datetime
+    kind: str
+    key: str
+    name: str | None
+    description: str | None
+    entry_type: str | None
+    is_shared: bool
+
+
+ENTRY_FIELDS = ("name", "description", "entry_type", "is_shared")
+
+
+class _Keep:
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()  # an entry field not given: the current item's value stays
 
 
 def upsert_item(
@@ -148,41 +178,42 @@ def upsert_item(
     model: str | None = None,
     agent_id: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    name: str | None = KEEP,
+    description: str | None = KEEP,
+    entry_type: str | None = KEEP,
+    is_shared: bool = KEEP,
+    item_id: int | None = None,
 ) -> str:
-    """Write one statement about (kind, key) and return what happened: new, content_modified, modified,
-    unchanged, kept_older or manual_protected (see the module docstring)."""
+    """Write one statement about (kind, key) in the agent's scope and return what happened: new,
+    content_modified, modified, unchanged, kept_older or manual_protected (see the module docstring).
+
+    With item_id, that item is the current one (it must exist), and kind and key may differ from its own: the
+    new version renames it (the caller checks that the new identity is free)."""
     if source not in ("extracted", "manual"):
         raise ValueError(f"memory item {kind}:{key}: source must be 'extracted' or 'manual', not {source!r}")
     kind = MemoryKind(kind).value
     if not SNAKE_KEY.match(key):
         raise ValueError(f"memory item key {key!r} must be lower snake_case (e.g. job_title)")
     row = _row(
-        namespace,
-        subject_id,
-        kind,
-        key,
-        value,
-        statement,
-        category,
-        importance,
-        confidence,
-        source,
-        event_at,
-        source_message_ids,
-        run_id,
-        prompt_version,
-        model,
-        agent_id,
-        metadata,
-    )
-    current = _select_current(conn, row)
+        namespace, subject_id, kind, key, value, statement, category, importance, confidence, source,
+        event_at, source_message_ids, run_id, prompt_version, model, agent_id, metadata,
+    )  # fmt: skip
+    row.update(name=name, description=description, entry_type=entry_type, is_shared=is_shared)
+    if item_id is not None:
+        current = _select_by_id(conn, item_id)
+        if current is None:
+            raise LookupError(f"memory item {item_id} does not exist")
+    else:
+        current = _select_current(conn, row)
     if current is None:
+        _entry_fields(row, None)
         item_id = conn.execute(INSERT_ITEM, row).scalar()
         if item_id is not None:
             _insert_version(conn, row, item_id, 1, NEW)
             return NEW
         current = _select_current(conn, row)  # a concurrent writer inserted it first
         assert current is not None
+    _entry_fields(row, current)
     same_value = current.value == value
     if current.status == "deleted":
         if event_at <= current.valid_from:
@@ -215,7 +246,8 @@ def confirm_item(
     run_id: uuid.UUID | None,
 ) -> bool:
     """Record on an extracted item whose value a re-extraction found unchanged which model, prompt version
-    and run confirmed it (a reprocess with another model). Only the stage that wrote the item confirms it
+    and run confirmed it (a reprocess with another model). Items of the pipeline only (no agent); only the
+    stage that wrote the item confirms it
     (its prompt versions share the name before '-v': extract-v1, extract-v2). False when nothing was
     written: a manual or deleted item, another stage's item, or one this model and prompt version already
     produced or confirmed."""
@@ -242,31 +274,22 @@ def delete_item(
     event_at: datetime,
     run_id: uuid.UUID | None = None,
     source: str = "manual",
+    agent_id: str | None = None,
 ) -> bool:
-    """Mark the current item deleted (a new version, action deleted); False when there is no active item."""
-    probe = {"namespace": namespace, "subject_id": subject_id, "kind": MemoryKind(kind).value, "key": key}
+    """Mark the current item of the agent's scope deleted (a new version, action deleted); False when there
+    is no active item."""
+    kind = MemoryKind(kind).value
+    probe = {"namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind, "key": key}
     current = _select_current(conn, probe)
     if current is None or current.status == "deleted":
         return False
     row = _row(
-        namespace,
-        subject_id,
-        probe["kind"],
-        key,
-        current.value,
-        current.statement or "",
-        current.category,
-        current.importance,
-        current.confidence,
-        source,
-        max(event_at, current.valid_from),
-        (),
-        run_id,
-        None,
-        None,
-        None,
-        None,
-    )
+        namespace, subject_id, kind, key, current.value, current.statement or "", current.category,
+        current.importance, current.confidence, source, max(event_at, current.valid_from), (), run_id, None,
+        None, agent_id, None,
+    )  # fmt: skip
+    row.update({name: KEEP for name in ENTRY_FIELDS})
+    _entry_fields(row, current)
     row["status"] = "deleted"
     _replace(conn, row, current, "deleted")
     return True
@@ -323,14 +346,34 @@ def _value_text(value: Any) -> str:
 
 def _select_current(conn: Connection, row: Mapping[str, Any]) -> _Current | None:
     found = conn.execute(
-        SELECT_CURRENT, {k: row[k] for k in ("namespace", "subject_id", "kind", "key")}
+        SELECT_CURRENT, {k: row[k] for k in ("namespace", "subject_id", "agent_id", "kind", "key")}
     ).first()
     return None if found is None else _Current(*found)
 
 
+def _select_by_id(conn: Connection, item_id: int) -> _Current | None:
+    found = conn.execute(SELECT_CURRENT_BY_ID, {"item_id": item_id}).first()
+    return None if found is None else _Current(*found)
+
+
+def _entry_fields(row: dict[str, Any], current: _Current | None) -> None:
+    """Entry fields not given keep the current item's values; the full-text vector also covers name and
+    description (a name in Chinese is searchable although its key is not)."""
+    for name in ENTRY_FIELDS:
+        if row[name] is KEEP:
+            row[name] = getattr(current, name) if current is not None else None
+    row["is_shared"] = bool(row["is_shared"])
+    if row["name"] or row["description"]:
+        extra = f"{row['name'] or ''} {row['description'] or ''}"
+        fts_en, fts_zh = fts_parts(f"{extra} {row['key'].replace('_', ' ')} {row['statement']} "
+                                   f"{_value_text(row['raw_value'])}")  # fmt: skip
+        row.update(fts_en=fts_en, fts_zh=fts_zh)
+
+
 def _same_details(current: _Current, row: Mapping[str, Any]) -> bool:
     return (
-        current.statement == row["statement"]
+        all(getattr(current, name) == row[name] for name in ("kind", "key", *ENTRY_FIELDS))
+        and current.statement == row["statement"]
         and current.category == row["category"]
         and current.importance == row["importance"]
         and abs(current.confidence - row["confidence"]) < 1e-6

@@ -1,0 +1,268 @@
+"""The agent service under load (issue 13): `python -m bench.api [--rows N] [--clients C]`.
+
+Loads N L1 messages over 10,000 subjects (default 1,000,000) with bench.context's loader (real ingest, then
+embeddings, HNSW, L2 items and L3 reports in namespace `bench_context`), makes an agent role granted that
+namespace and an API key for it, starts the real server (`strataflow api --workers W`, rate limit off) in a
+subprocess, and measures with an HTTP client:
+
+- `context_*_ms`: GET /v1/context for a random subject and question, one client; `inprocess_*_ms`: the same
+  calls in this process (strataflow.retrieval.context.build_context in a transaction as the key's role, as
+  the server runs it), interleaved with the HTTP calls so both see the same machine load;
+  `ratio` = HTTP context p95 / in-process p95;
+- `write_*_ms`: POST /v1/messages with one new message, one client (validation, enrichment, key + message
+  insert, commit; no embedding);
+- `rps_1`, `rps_c`: context requests per second with one client and with C concurrent clients, `p95_c_ms`
+  their p95 under C clients, and `cores_used` = CPU seconds of the server processes / wall seconds during the
+  concurrent phase (above 1: more than one core works);
+- `errors`: responses other than 200 in every phase.
+
+Prints one JSON line last. Targets: ratio <= 1.5, context p95 <= 40 ms (at 1M rows), write p95 <= 10 ms,
+rps_c >= 1.5 x rps_1, errors 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.context import NAMESPACE, QUESTIONS, TEMPLATES, fill, load, log, percentile
+
+ROLE = "bench_api_agent"
+
+
+def make_key(settings: Any) -> str:
+    """An agent role granted the bench namespace (created once per home) and a new key for it."""
+    from strataflow.db import roles
+    from strataflow.db.engine import engine_for
+    from strataflow.service import keys
+
+    with engine_for(settings).begin() as conn:
+        if ROLE not in {role.role_name for role in roles.list_roles(conn)}:
+            roles.create_role(conn, ROLE, "agent", with_password=False)
+        roles.grant(conn, ROLE, NAMESPACE)
+        key, _ = keys.create_key(conn, f"bench-api-{uuid.uuid4().hex[:8]}", ROLE)
+    return key
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0"}  # measure the server, not the limiter
+    command = [sys.executable, "-m", "strataflow.cli", "api", "--port", str(port), "--workers", str(workers)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(
+                f"the server exited: {server.stderr.read().decode()[-2000:] if server.stderr else ''}"
+            )
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    server.kill()
+    raise RuntimeError("the server was not ready within 600 s")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    server.send_signal(signal.SIGTERM)  # graceful: running requests finish
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants, from /proc."""
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = (
+            int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+        )
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0.0))[1]
+        todo += [child for child, (parent, _) in stats.items() if parent == pid]
+    return total
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.errors = 0
+        self.lock = threading.Lock()
+
+    def check(self, response: httpx.Response) -> None:
+        if response.status_code != 200:
+            with self.lock:
+                self.errors += 1
+                if self.errors <= 3:
+                    log(f"HTTP {response.status_code}: {response.text[:200]}")
+
+
+def time_context(
+    settings: Any, client: httpx.Client, queries: list[tuple[str, str]], warmup: int, counter: Counter
+) -> tuple[list[float], list[float]]:
+    """(HTTP ms, in-process ms) of the same context calls, interleaved."""
+    from strataflow.db.engine import engine_for
+    from strataflow.db.roles import as_role
+    from strataflow.retrieval.context import build_context
+
+    http_ms, inprocess_ms = [], []
+    engine = engine_for(settings)
+    for n, (subject, query) in enumerate(queries):
+        started = time.perf_counter()
+        counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
+        elapsed_http = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        with engine.begin() as conn:
+            as_role(conn, ROLE)
+            build_context(conn, settings, NAMESPACE, subject, query)
+        elapsed_inprocess = (time.perf_counter() - started) * 1000
+        if n >= warmup:
+            http_ms.append(elapsed_http)
+            inprocess_ms.append(elapsed_inprocess)
+    return http_ms, inprocess_ms
+
+
+def time_writes(
+    client: httpx.Client, scopes: int, rng: random.Random, calls: int, warmup: int, counter: Counter
+) -> list[float]:
+    timings = []
+    for n in range(warmup + calls):
+        message = {
+            "conversation_id": "live", "subject_id": f"s{rng.randrange(scopes)}",
+            "source_message_id": f"api-{uuid.uuid4().hex}", "role": "user",
+            "content": fill(rng.choice(TEMPLATES), rng), "created_at": datetime.now(UTC).isoformat(),
+        }  # fmt: skip
+        started = time.perf_counter()
+        counter.check(client.post("/v1/messages", json=message))
+        if n >= warmup:
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def throughput(
+    url: str, key: str, queries: list[tuple[str, str]], clients: int, seconds: float, counter: Counter
+) -> tuple[float, list[float]]:
+    """Context requests per second over `seconds` with `clients` threads, and every request's ms."""
+    timings: list[float] = []
+    stop = time.monotonic() + seconds
+
+    def worker(offset: int) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+            n = offset
+            while time.monotonic() < stop:
+                subject, query = queries[n % len(queries)]
+                started = time.perf_counter()
+                counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
+                timings.append((time.perf_counter() - started) * 1000)
+                n += clients
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(timings) / (time.monotonic() - started), timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="L1 messages to load (default 1,000,000)")
+    parser.add_argument("--scopes", type=int, default=10_000, help="subjects the messages spread over")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients in the throughput phase")
+    parser.add_argument("--calls", type=int, default=200, help="timed context calls and writes")
+    parser.add_argument("--seconds", type=float, default=15.0, help="length of each throughput phase")
+    parser.add_argument("--workers", type=int, default=2, help="server processes (strataflow api --workers)")
+    args = parser.parse_args(argv)
+    from strataflow.config import load_settings
+    from strataflow.db import migrations
+    from strataflow.db.engine import engine_for
+    from strataflow.llm.embeddings import get_embedder
+    from strataflow.retrieval.context import count_tokens
+
+    settings = load_settings()
+    migrations.upgrade(engine_for(settings))
+    rng = random.Random(42)
+    scopes = max(1, min(args.scopes, args.rows))
+    loaded = load(settings, args.rows, scopes, rng)
+    key = make_key(settings)
+    get_embedder(settings).encode(["warm up the model"])
+    count_tokens("warm up the counter")
+    port = free_port()
+    log(f"starting the server on port {port} with {args.workers} worker(s)")
+    server = start_server(port, args.workers)
+    url = f"http://127.0.0.1:{port}"
+    counter = Counter()
+    queries = [
+        (f"s{rng.randrange(scopes)}", fill(rng.choice(QUESTIONS), rng)) for _ in range(args.calls + 20)
+    ]
+    try:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+            http_ms, inprocess_ms = time_context(settings, client, queries, 20, counter)
+            write_ms = time_writes(client, scopes, rng, args.calls, 10, counter)
+        rps_1, _ = throughput(url, key, queries, 1, args.seconds, counter)
+        cpu_before, wall_before = tree_cpu_s(server.pid), time.monotonic()
+        rps_c, timings_c = throughput(url, key, queries, args.clients, args.seconds, counter)
+        cores_used = (tree_cpu_s(server.pid) - cpu_before) / (time.monotonic() - wall_before)
+    finally:
+        stop_server(server)
+    context_p95 = percentile(http_ms, 95)
+    print(
+        json.dumps(
+            {
+                "rows": args.rows,
+                "scopes": scopes,
+                "clients": args.clients,
+                "workers": args.workers,
+                "context_p50_ms": percentile(http_ms, 50),
+                "context_p95_ms": context_p95,
+                "inprocess_p50_ms": percentile(inprocess_ms, 50),
+                "inprocess_p95_ms": percentile(inprocess_ms, 95),
+                "ratio": round(context_p95 / max(percentile(inprocess_ms, 95), 1e-9), 3),
+                "write_p50_ms": percentile(write_ms, 50),
+                "write_p95_ms": percentile(write_ms, 95),
+                "rps_1": round(rps_1, 1),
+                "rps_c": round(rps_c, 1),
+                "p95_c_ms": percentile(timings_c, 95),
+                "cores_used": round(cores_used, 2),
+                "errors": counter.errors,
+                **loaded,
+            }
+        )  # fmt: skip
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

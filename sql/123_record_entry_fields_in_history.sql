@@ -1,0 +1,55 @@
+-- Seed 003 entry fields in L2 history: a version records the item's agent scope, name, description, type and
+-- sharing as they are when the version is written (120 added the columns). Same signature and rules as 101:
+-- namespace, subject, kind and key (and now the entry fields) come from the item itself, after the store has
+-- written it, so a renamed entry's version carries its new name and key.
+create or replace function strataflow_record_item_version(
+    p_item_id bigint,
+    p_version integer,
+    p_action text,
+    p_value jsonb,
+    p_statement text,
+    p_category text,
+    p_importance integer,
+    p_confidence real,
+    p_status text,
+    p_source text,
+    p_valid_from timestamptz,
+    p_valid_to timestamptz,
+    p_superseded boolean,
+    p_source_message_ids bigint[],
+    p_run_id uuid,
+    p_prompt_version text,
+    p_model text,
+    p_note text,
+    p_caller name default current_user
+) returns bigint
+language plpgsql security definer set search_path = public, pg_temp as $$
+declare
+    item record;
+    new_version_id bigint;
+begin
+    select i.namespace, i.subject_id, i.kind, i.key, i.agent_id, i.name, i.description, i.entry_type,
+        i.is_shared
+    into item
+    from memory_items as i where i.item_id = p_item_id;
+    if not found then
+        raise exception 'memory item % does not exist: history is written only for an existing item', p_item_id
+            using errcode = 'foreign_key_violation';
+    end if;
+    if not strataflow_may_write_namespace(item.namespace, p_caller) then
+        raise exception 'role % may not write the history of memory item % (row-level security)',
+            p_caller, p_item_id using errcode = 'insufficient_privilege';
+    end if;
+    insert into memory_item_versions (item_id, namespace, subject_id, kind, key, version, action, value,
+        statement, category, importance, confidence, status, source, valid_from, valid_to, superseded_at,
+        source_message_ids, run_id, prompt_version, model, note, agent_id, name, description, entry_type,
+        is_shared)
+    values (p_item_id, item.namespace, item.subject_id, item.kind, item.key, p_version, p_action, p_value,
+        p_statement, p_category, p_importance, p_confidence, p_status, p_source, p_valid_from, p_valid_to,
+        case when p_superseded then now() end, coalesce(p_source_message_ids, '{}'), p_run_id,
+        p_prompt_version, p_model, p_note, item.agent_id, item.name, item.description, item.entry_type,
+        item.is_shared)
+    returning version_id into new_version_id;
+    return new_version_id;
+end;
+$$;

@@ -1,0 +1,211 @@
+"""Online writes (seed 001 saveConversation, POST /v1/messages): a few messages into L1 now, with the batch
+ingest's own validation, enrichment, quarantine and rewrite rules.
+
+Each record is validated as the canonical message (models.messages.MessageRecord) and enriched by
+strataflow.ingest.enrich.prepare_chunk (language, intent, hash, full-text parts); invalid records go to the
+quarantine table with the field they name (strataflow.ingest.staging.write_chunk). Valid messages are written
+with set-based statements of their own, not staging's COPY path: that path stages through session temp
+tables, which pays off for chunks, not for one message (a commit that touched the temp tables costs several
+milliseconds here), and it sets message ids itself, which an agent role may not (sql/101). The rules are the
+batch ingest's: a new key inserts its message; a known key with the same content changes nothing; a known
+key with new content is rewritten (same id, new content and ingest_seq, embedding cleared, possibly another
+partition), so extraction takes it again; a key whose L1 row expired is never brought back. So a write is
+idempotent on (namespace, source, source_message_id) exactly like a re-ingest. The namespace is the
+caller's (a record's own `namespace` is ignored); `source` defaults to "api".
+
+A written message is found at once by context and search through its full-text vector. Its embedding is left
+to the next embed run (`strataflow embed`, or the nightly flow, which also extracts L2 from it exactly once:
+extraction follows ingest order, and an online write takes the next ingest_seq like any ingest).
+
+Durability: unless STRATAFLOW_API_DURABLE_WRITES is set, the transaction commits without waiting for its WAL
+flush (synchronous_commit off for this transaction only): an fsync per request would cost more than the
+whole write. A write acknowledged less than a second before a database crash can then be lost; it is never
+half-written, and nothing else (batch ingest, other transactions) changes.
+
+The caller owns the transaction; under the service it runs as the API key's role, so row-level security
+keeps the rows in the key's namespaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import Connection, text
+
+from strataflow.config import Settings
+from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
+from strataflow.ingest.readers import ReadItem
+from strataflow.ingest.staging import write_chunk
+from strataflow.textsearch import TSVECTOR_SQL
+
+DEFAULT_SOURCE = "api"
+ASYNC_COMMIT = text("set local synchronous_commit = off")
+ENSURE_PARTITIONS = text(
+    """
+    select ensure_message_partitions(week, week)
+    from (select distinct date_trunc('week', e at time zone 'UTC') at time zone 'UTC' as week
+          from unnest(cast(:event_at as timestamptz[])) as e
+          order by week) as weeks
+    """
+)
+_COLUMNS = ", ".join(STAGE_COLUMNS)
+_ARRAYS = ", ".join(
+    f"cast(:{name} as {'timestamptz' if name == 'event_at' else 'text'}[])" for name in STAGE_COLUMNS
+)
+MESSAGE_COLUMNS = """namespace, subject_id, agent_id, conversation_id, source, source_message_id, role,
+    content, content_hash, lang, intent, event_at, expires_at, metadata, fts"""
+MESSAGE_VALUES = f"""i.namespace, i.subject_id, i.agent_id, i.conversation_id, i.source, i.source_message_id,
+    i.role, i.content, i.content_hash, i.lang, i.intent, i.event_at,
+    i.event_at + make_interval(days => :retention_days), cast(i.metadata as jsonb),
+    {TSVECTOR_SQL.format(en="i.fts_en", zh="i.fts_zh")}"""
+# New keys and their messages in one statement; the last select reads message_keys as it was before it, so
+# a known key shows its stored content hash (and whether its L1 row expired).
+INSERT_NEW = text(
+    f"""
+    with incoming as (
+        select * from unnest({_ARRAYS}) with ordinality as r({_COLUMNS}, n)
+    ),
+    new_keys as (
+        insert into message_keys (namespace, source, source_message_id, subject_id, conversation_id, event_at,
+                                  content_hash)
+        select namespace, source, source_message_id, subject_id, conversation_id, event_at, content_hash
+        from incoming
+        on conflict (namespace, source, source_message_id) do nothing
+        returning message_id, source, source_message_id
+    ),
+    new_messages as (
+        insert into conversation_messages (message_id, {MESSAGE_COLUMNS})
+        select k.message_id, {MESSAGE_VALUES}
+        from new_keys as k
+        join incoming as i using (source, source_message_id)
+        returning message_id
+    )
+    select i.n, coalesce(k.message_id, old.message_id) as message_id,
+        k.message_id is not null as inserted,
+        old.message_id is not null and old.content_hash <> i.content_hash and old.expired_at is null
+            as changed
+    from incoming as i
+    left join new_keys as k using (source, source_message_id)
+    left join message_keys as old
+        on old.namespace = i.namespace and old.source = i.source
+            and old.source_message_id = i.source_message_id
+    order by i.n
+    """
+)
+# A rewrite: the old L1 row goes (it may sit in another partition), the key takes the new hash and event
+# time, the new row keeps the message id and its first ingest time.
+REMOVE_OLD = text(
+    """
+    delete from conversation_messages as m
+    using message_keys as k
+    where k.message_id = any(cast(:ids as bigint[])) and m.message_id = k.message_id
+        and m.event_at = k.event_at
+    returning m.message_id, m.ingested_at
+    """
+)
+REKEY = text(
+    f"""
+    update message_keys as k
+    set content_hash = i.content_hash, event_at = i.event_at, subject_id = i.subject_id,
+        conversation_id = i.conversation_id
+    from unnest(cast(:ids as bigint[]), {_ARRAYS}) as i(message_id, {_COLUMNS})
+    where k.message_id = i.message_id
+    """
+)
+INSERT_REWRITTEN = text(
+    f"""
+    insert into conversation_messages (message_id, {MESSAGE_COLUMNS}, ingested_at, updated_at)
+    select i.message_id, {MESSAGE_VALUES}, coalesce(i.ingested_at, now()), now()
+    from unnest(cast(:ids as bigint[]), cast(:ingested_at as timestamptz[]), {_ARRAYS})
+        as i(message_id, ingested_at, {_COLUMNS})
+    """
+)
+
+
+class RecordProblem(BaseModel):
+    """Why one record was quarantined."""
+
+    position: int = Field(description="the record's index in the request (0 for a single message)")
+    field: str | None = Field(description="the field the error names")
+    reason: str = Field(description="short machine-readable reason (missing_field, unknown_role, ...)")
+    error: str = Field(description="the sentence a person reads")
+
+
+class OnlineWrite(BaseModel):
+    """What a write did: accepted records (new, rewritten or already there) and quarantined ones."""
+
+    accepted: int = Field(description="valid records: written now or already stored with this content")
+    quarantined: int = Field(description="invalid records, written to the quarantine table")
+    ids: list[int] = Field(description="message_id of each distinct accepted message, in request order")
+    inserted: int = Field(description="messages new to L1")
+    updated: int = Field(description="messages whose content changed and was rewritten")
+    unchanged: int = Field(description="messages already stored with the same content")
+    problems: list[RecordProblem] = Field(default_factory=list, description="one per quarantined record")
+
+
+def write_messages(
+    conn: Connection, settings: Settings, namespace: str, records: list[dict[str, Any]]
+) -> OnlineWrite:
+    """Validate, enrich and write records (canonical messages) into L1 of namespace; quarantine bad ones."""
+    options = ChunkOptions(
+        default_source=DEFAULT_SOURCE,
+        tz=settings.tz,
+        max_content_chars=settings.max_content_chars,
+        retention_days=settings.retention_days,
+        namespace=namespace,
+    )
+    items: list[ReadItem] = [(position, None, record) for position, record in enumerate(records)]
+    chunk = prepare_chunk(items, options)
+    if not settings.api_durable_writes:
+        conn.execute(ASYNC_COMMIT)
+    if chunk.quarantined:
+        write_chunk(
+            conn, PreparedChunk(quarantined=chunk.quarantined), len(records), None, settings.retention_days
+        )
+    ids, inserted, changed = _insert_new(conn, chunk.rows, settings.retention_days)
+    if changed:
+        _rewrite(conn, changed, settings.retention_days)
+    problems = [
+        RecordProblem(position=int(q["position"]), field=q["field"], reason=q["reason"], error=q["error"])
+        for q in chunk.quarantined
+    ]
+    return OnlineWrite(
+        accepted=len(records) - len(problems),
+        quarantined=len(problems),
+        ids=ids,
+        inserted=inserted,
+        updated=len(changed),
+        unchanged=len(chunk.rows) - inserted - len(changed),
+        problems=problems,
+    )
+
+
+def _insert_new(
+    conn: Connection, rows: list[tuple[Any, ...]], retention_days: int
+) -> tuple[list[int], int, list[tuple[int, tuple[Any, ...]]]]:
+    """Insert the rows whose key is new; (ids in row order, how many were new, (id, row) of changed ones)."""
+    if not rows:
+        return [], 0, []
+    conn.execute(ENSURE_PARTITIONS, {"event_at": [row[STAGE_COLUMNS.index("event_at")] for row in rows]})
+    found = conn.execute(INSERT_NEW, {**_columns(rows), "retention_days": retention_days}).all()
+    changed = [(int(r.message_id), rows[r.n - 1]) for r in found if r.changed]
+    return [int(r.message_id) for r in found], sum(r.inserted for r in found), changed
+
+
+def _rewrite(conn: Connection, changed: list[tuple[int, tuple[Any, ...]]], retention_days: int) -> None:
+    """Known messages with new content: the same id, the new content (see the module docstring)."""
+    ids = [message_id for message_id, _ in changed]
+    first_ingested = dict(conn.execute(REMOVE_OLD, {"ids": ids}).tuples().all())
+    columns = _columns([row for _, row in changed])
+    conn.execute(REKEY, {"ids": ids, **columns})
+    ingested_at = [first_ingested.get(message_id) for message_id in ids]
+    conn.execute(
+        INSERT_REWRITTEN,
+        {"ids": ids, "ingested_at": ingested_at, "retention_days": retention_days, **columns},
+    )
+
+
+def _columns(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """Rows (STAGE_COLUMNS order) as one array per column, the parameters of unnest."""
+    return {name: [row[i] for row in rows] for i, name in enumerate(STAGE_COLUMNS)}

@@ -1,0 +1,71 @@
+"""FastAPI dependencies, declared as types: a route names what it needs in its signature and nothing else.
+
+`DbDep` is the request's transaction, already running as the API key's role (row-level security filters every
+read and checks every write); `WriterDep` is the same for routes that write, refused (403) for a key whose
+role is an analyst; `CallerDep` says who calls and in which namespace. The transaction commits when the route
+returns, before the response is sent, so a client that reads after a write sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from sqlalchemy import Connection
+
+from strataflow.config import Settings
+from strataflow.service.errors import ApiError
+from strataflow.service.keys import Caller
+from strataflow.service.session import Sessions
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The key of an `Authorization: Bearer KEY` header (None when there is none)."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+async def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def open_session(
+    request: Request,
+    authorization: Annotated[
+        str | None, Header(description="Bearer KEY (strataflow access create-key)")
+    ] = None,
+    x_namespace: Annotated[
+        str | None, Header(description="the namespace to use, when the key's role has several")
+    ] = None,
+) -> Iterator[tuple[Connection, Caller]]:
+    sessions: Sessions = request.app.state.sessions
+    with sessions.open(bearer_token(authorization), x_namespace) as session:
+        yield session
+
+
+Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
+
+
+async def get_caller(session: Session) -> Caller:
+    return session[1]
+
+
+async def get_db(session: Session) -> Connection:
+    return session[0]
+
+
+async def get_writer(session: Session) -> Connection:
+    conn, caller = session
+    if caller.kind != "agent":
+        raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
+    return conn
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+CallerDep = Annotated[Caller, Depends(get_caller)]
+DbDep = Annotated[Connection, Depends(get_db)]
+WriterDep = Annotated[Connection, Depends(get_writer)]

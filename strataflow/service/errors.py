@@ -1,0 +1,175 @@
+"""Every error the service answers, as {"error": {"code", "message", "field"}} with the HTTP status it means.
+
+400 a body that is not JSON, or no X-Namespace for a key with several namespaces; 401 no, unknown, revoked or
+expired key; 403 a key whose role may not do this (an analyst writing, a namespace not granted, another
+agent's entry); 404 nothing with that id in the key's namespace; 409 a name already taken; 413 a body over
+STRATAFLOW_API_MAX_BODY_BYTES; 422 a field the library refuses, named in `field`; 429 the key's rate limit,
+with Retry-After; 503 the database unreachable.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException
+
+from strataflow.db.roles import AccessError
+from strataflow.memory.api import MemoryNotFound
+from strataflow.memory.entries import EntryConflict, EntryForbidden, EntryNotFound
+from strataflow.service.keys import KeyRejected, NamespaceRequired
+from strataflow.service.session import RateLimited
+
+logger = logging.getLogger(__name__)
+
+STATUS_CODES = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+    409: "conflict", 413: "body_too_large", 415: "unsupported_media_type", 422: "invalid_value",
+    429: "rate_limited", 503: "unavailable",
+}  # fmt: skip
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="short machine-readable code, e.g. not_found, invalid_value")
+    message: str = Field(description="what went wrong, in a sentence")
+    field: str | None = Field(None, description="the request field the error is about, dotted (e.g. 0.role)")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+class ApiError(Exception):
+    """An error with its HTTP status, raised by the service's own checks."""
+
+    def __init__(self, status: int, message: str, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+        self.code = code or STATUS_CODES.get(status, "error")
+        self.headers: dict[str, str] = {}
+
+
+class BodyTooLarge(Exception):
+    """The request body is over the configured limit."""
+
+
+def error_response(
+    status: int, message: str, field: str | None = None, code: str | None = None, **headers: str
+) -> JSONResponse:
+    detail = ErrorDetail(code=code or STATUS_CODES.get(status, "error"), message=message, field=field)
+    return JSONResponse(ErrorBody(error=detail).model_dump(), status_code=status, headers=headers or None)
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses=` for a route: each status with the error body."""
+    return {
+        status: {"model": ErrorBody, "description": STATUS_CODES.get(status, "error")} for status in statuses
+    }
+
+
+def _validation(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
+    if first.get("type") == "json_invalid":
+        return error_response(400, f"the body is not valid JSON: {first.get('msg')}", code="invalid_json")
+    loc = [str(part) for part in first.get("loc", ())]
+    field = ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc) or None
+    shown = repr(first.get("input"))
+    got = (
+        ""
+        if first.get("type") == "missing"
+        else f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
+    )
+    return error_response(422, f"{field or 'request'}: {first.get('msg')}{got}", field=field)
+
+
+def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    if isinstance(exc.__cause__, BodyTooLarge):  # FastAPI wraps errors while it reads the body
+        return _body_too_large(request, exc.__cause__)
+    message = str(exc.detail) if exc.detail else STATUS_CODES.get(exc.status_code, "error")
+    return error_response(exc.status_code, message, **(exc.headers or {}))
+
+
+def _api(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.message, exc.field, exc.code, **exc.headers)
+
+
+def _rate_limited(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RateLimited)
+    return error_response(429, str(exc), **{"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
+
+
+def _value(_: Request, exc: Exception) -> JSONResponse:
+    return error_response(422, str(exc), getattr(exc, "field", None) or getattr(exc, "path", None))
+
+
+def _database(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DBAPIError | PoolTimeout)
+    sqlstate = getattr(getattr(exc, "orig", None), "sqlstate", None) or ""
+    if sqlstate == "42501":  # insufficient_privilege: the key's role may not do this
+        return error_response(403, "the key's role may not do this")
+    if sqlstate.startswith("22"):  # data exception: a value PostgreSQL cannot take
+        return error_response(
+            422, f"a value cannot be stored: {str(getattr(exc, 'orig', exc)).splitlines()[0]}"
+        )
+    if sqlstate == "23505":
+        return error_response(409, "that already exists")
+    if isinstance(exc, OperationalError | PoolTimeout):
+        logger.warning("database unavailable: %s", exc)
+        return error_response(503, "the database is unavailable; retry shortly", code="database_unavailable")
+    logger.exception("database error", exc_info=exc)
+    return error_response(500, "internal error", code="internal_error")
+
+
+def _body_too_large(request: Request, _: Exception) -> JSONResponse:
+    limit = request.app.state.settings.api_max_body_bytes
+    return error_response(413, f"the request body is over {limit} bytes (STRATAFLOW_API_MAX_BODY_BYTES)")
+
+
+def _internal(_: Request, exc: Exception) -> JSONResponse:
+    logger.exception("unhandled error", exc_info=exc)
+    return error_response(500, "internal error", code="internal_error")
+
+
+def _status(status: int, code: str | None = None) -> Callable[[Request, Exception], JSONResponse]:
+    def handler(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(status, str(exc), getattr(exc, "field", None), code)
+
+    return handler
+
+
+HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
+    RequestValidationError: _validation,
+    HTTPException: _http,
+    ApiError: _api,
+    RateLimited: _rate_limited,
+    KeyRejected: _status(401),
+    NamespaceRequired: _status(400, "namespace_required"),
+    AccessError: _status(403),
+    EntryForbidden: _status(403),
+    EntryNotFound: _status(404),
+    MemoryNotFound: _status(404),
+    EntryConflict: _status(409),
+    ValueError: _value,
+    DBAPIError: _database,
+    PoolTimeout: _database,
+    BodyTooLarge: _body_too_large,
+    Exception: _internal,
+}
+
+
+def install(app: FastAPI) -> None:
+    """Register every handler (FastAPI picks the most specific class of an exception)."""
+    for exc_class, handler in HANDLERS.items():
+        app.add_exception_handler(exc_class, handler)

@@ -1,0 +1,25 @@
+"""Readiness of a server process: the database answers and every migration in sql/ is applied."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from strataflow.db import migrations
+
+
+class Readiness(BaseModel):
+    ready: bool
+    database: str = Field(description="ok, or why the database cannot be used")
+    pending_migrations: list[str] = Field(description="migrations not applied (strataflow db upgrade)")
+
+
+def readiness(engine: Engine) -> Readiness:
+    try:
+        states = migrations.status(engine)
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return Readiness(ready=False, database=f"unreachable: {reason}", pending_migrations=[])
+    pending = [state.name for state in states if state.state != "applied"]
+    return Readiness(ready=not pending, database="ok", pending_migrations=pending)

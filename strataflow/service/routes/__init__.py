@@ -1,0 +1,1 @@
+"""One router per resource; every route is one call into the library."""

@@ -1,0 +1,30 @@
+"""POST /v1/messages (seed 001 saveConversation): canonical messages into L1 now (ingest.online)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from strataflow.ingest.online import OnlineWrite, write_messages
+from strataflow.service.deps import CallerDep, SettingsDep, WriterDep
+from strataflow.service.errors import error_response, error_responses
+from strataflow.service.schemas import MessagesBody
+
+router = APIRouter(prefix="/v1/messages", tags=["messages"])
+
+
+@router.post("", response_model=OnlineWrite, responses=error_responses(400, 401, 403, 413, 422, 429, 503))
+def post_messages(
+    body: MessagesBody, db: WriterDep, caller: CallerDep, settings: SettingsDep
+) -> OnlineWrite | JSONResponse:
+    """Write one message or a list into L1 of the key's namespace, idempotent on (source, source_message_id).
+
+    Invalid records are quarantined (and named in `problems`); when every record is invalid the answer is
+    422 naming the first bad field. A written message is found by /v1/context at once (full text); its
+    embedding comes with the next embed run.
+    """
+    written = write_messages(db, settings, caller.namespace, body.records())
+    if written.accepted == 0 and written.problems:
+        first = written.problems[0]
+        return error_response(422, first.error, first.field, code=first.reason)
+    return written
