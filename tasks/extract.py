@@ -45,6 +45,7 @@ from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.memory import store
+from strataflow.memory.confirmations import confirm_item
 from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
 from strataflow.ops.scopes import (
     EARLIEST,
@@ -265,7 +266,7 @@ def _apply_items(
             model=model,
             metadata={"approximate": True} if item.approximate else None,
         )
-        if action == store.UNCHANGED and store.confirm_item(
+        if action == store.UNCHANGED and confirm_item(
             conn, **identity, model=model, prompt_version=PROMPT_VERSION, run_id=gateway.run_id
         ):
             result.items_confirmed += 1

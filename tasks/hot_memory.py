@@ -34,6 +34,7 @@ from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block
 from strataflow.memory import store
+from strataflow.memory.confirmations import confirm_item
 from strataflow.ops.runs import raise_if_all_failed, scope_ref, stage_logger
 from strataflow.ops.scopes import Scope, advance_watermark, scope_lock, stage_scopes
 
@@ -182,9 +183,7 @@ def refresh_hot_memory(
                     model=model,
                 )
                 if action == store.UNCHANGED:
-                    store.confirm_item(
-                        conn, **identity, model=model, prompt_version=PROMPT_VERSION, run_id=run_id
-                    )
+                    confirm_item(conn, **identity, model=model, prompt_version=PROMPT_VERSION, run_id=run_id)
                 result.items_written += upsert_hot_items(conn, scope, rows, output, model, run_id)
                 if recompute is None:
                     advance_watermark(conn, STAGE, scope, scope.upto_seq, run_id)
@@ -220,7 +219,7 @@ def upsert_hot_items(
         )  # fmt: skip
         changed += action in store.CHANGED_ACTIONS
         if action == store.UNCHANGED:  # a recompute by another model: record who confirmed it
-            store.confirm_item(
+            confirm_item(
                 conn, namespace=scope.namespace, subject_id=scope.subject_id, kind=item.kind.value,
                 key=item.key, model=model, prompt_version=PROMPT_VERSION, run_id=run_id,
             )  # fmt: skip

@@ -89,17 +89,6 @@ UPDATE_ITEM = text(
     where item_id = :item_id
     """
 )
-CONFIRM_ITEM = text(
-    """
-    update memory_items set confirmed_model = :model, confirmed_prompt_version = :prompt_version,
-        confirmed_run_id = :run_id, confirmed_at = now()
-    where namespace = :namespace and subject_id = :subject_id and agent_id is null and kind = :kind
-      and key = :key and source = 'extracted' and status = 'active'
-      and starts_with(prompt_version, :stage_prefix)
-      and (coalesce(confirmed_model, model), coalesce(confirmed_prompt_version, prompt_version))
-          is distinct from (cast(:model as text), cast(:prompt_version as text))
-    """
-)
 # History is written through security definer functions (sql/101): agent roles have no direct write on
 # memory_item_versions; the functions take namespace, subject, kind and key from the item itself.
 CLOSE_VERSION = text("select strataflow_close_item_version(:item_id, cast(:version as integer), :event_at)")
@@ -232,36 +221,6 @@ def upsert_item(
             conn, row, current, MANUAL_PROTECTED, "extracted value kept out of a manually edited item"
         )
     return _replace(conn, row, current, MODIFIED if same_value else CONTENT_MODIFIED)
-
-
-def confirm_item(
-    conn: Connection,
-    *,
-    namespace: str,
-    subject_id: str,
-    kind: str,
-    key: str,
-    model: str,
-    prompt_version: str,
-    run_id: uuid.UUID | None,
-) -> bool:
-    """Record on an extracted item whose value a re-extraction found unchanged which model, prompt version
-    and run confirmed it (a reprocess with another model). Items of the pipeline only (no agent); only the
-    stage that wrote the item confirms it
-    (its prompt versions share the name before '-v': extract-v1, extract-v2). False when nothing was
-    written: a manual or deleted item, another stage's item, or one this model and prompt version already
-    produced or confirmed."""
-    params = {
-        "stage_prefix": prompt_version.rsplit("-v", 1)[0] + "-",
-        "namespace": namespace,
-        "subject_id": subject_id,
-        "kind": kind,
-        "key": key,
-        "model": model,
-        "prompt_version": prompt_version,
-        "run_id": run_id,
-    }
-    return bool(conn.execute(CONFIRM_ITEM, params).rowcount)
 
 
 def delete_item(
