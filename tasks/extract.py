@@ -15,8 +15,8 @@ leaves alone). A scope is skipped when every extracted item citing its window wa
 the configured model and prompt version; otherwise its batches go to the model (the cache answers a batch
 this model and prompt version already did, so repeating a reprocess costs nothing). A changed value gets a
 new version (the old one stays in history with its model and run); an unchanged one records the confirming
-model and run (store.confirm_item); manual items are never overwritten. Force re-asks the model for every
-batch of the window (fresh answers, no cache).
+model and run (strataflow/memory/confirmations.py); manual items are never overwritten. Force re-asks the
+model for every batch of the window (fresh answers, no cache).
 
 Failures (the policy of models/results.py): a scope whose model call fails is counted and named by hash in
 the result's errors, its watermark stays, and the next scope goes on; the task raises when every scope
