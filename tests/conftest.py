@@ -30,6 +30,20 @@ for _var in ("DATABASE_URL", "STRATAFLOW_DATABASE_URL", "PREFECT_API_URL"):
 from strataflow.config import Settings, load_settings  # noqa: E402
 from strataflow.db.engine import dispose_engines, engine_for  # noqa: E402
 
+# The tests are laid out like the code (tests/db, tests/ingest, tests/llm, tests/memory, tests/retrieval,
+# tests/ops, tests/service, tests/tasks, tests/flows, ...); the fixtures several of them share live in
+# tests/fixtures, one module per kind of test data, loaded for every test.
+pytest_plugins = [
+    "tests.fixtures.access_data",
+    "tests.fixtures.daily_logs",
+    "tests.fixtures.echo_llm",
+    "tests.fixtures.extracted",
+    "tests.fixtures.ingested_rows",
+    "tests.fixtures.l1_rows",
+    "tests.fixtures.records",
+    "tests.fixtures.service",
+]
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 

@@ -1,6 +1,6 @@
 """Rules that read a user's query for the context builder: its intent (recap, fact, other) and the L2 keys or
 kinds its words point at. Chinese and English; general phrasings, not sample sentences (the cases are listed
-in tests/access/test_context.py).
+in tests/retrieval/test_context.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 Intent = Literal["recap", "fact", "other"]
 
 # Recap wins over fact ("what did I work on last week" is a recap). Patterns are general phrasings, not
-# sample sentences; tests/access/test_context.py lists the cases.
+# sample sentences; tests/retrieval/test_context.py lists the cases.
 RECAP_PATTERNS = re.compile(
     r"\bwhat\s+(has\s+|have\s+)?(happened|went on|been going on)\b"
     r"|\bwhat\s+(did|have)\s+(we|i|you|they|he|she)\s+(do|done|discuss|discussed|talk|talked|work|worked|decide)"

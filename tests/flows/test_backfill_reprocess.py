@@ -56,12 +56,12 @@ def test_a_dry_run_plans_without_calling_and_a_reprocess_with_a_new_model_recomp
     engine: Engine,
     namespace: str,
     tmp_path: Path,
-    write_logs: Any,
+    write_daily_logs: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from flows.backfill import backfill
 
-    files = write_logs(tmp_path / "logs", tag=namespace)
+    files = write_daily_logs(tmp_path / "logs", tag=namespace)
     start, end = files[0].stem.removeprefix("chat-"), files[-1].stem.removeprefix("chat-")
     base = {"start": start, "end": end, "paths": [str(tmp_path / "logs")], "namespace": namespace}
     _run(backfill, BackfillParams(**base))  # everything, with offline/rules

@@ -61,7 +61,7 @@ def test_extraction_and_rollup_over_two_dask_workers_give_the_same_rows_as_the_d
     prefect_harness: None,
     engine: Engine,
     tmp_path: Path,
-    write_logs: Any,
+    write_daily_logs: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from flows.nightly import nightly
@@ -69,7 +69,7 @@ def test_extraction_and_rollup_over_two_dask_workers_give_the_same_rows_as_the_d
     from strataflow.config import load_settings
     from strataflow.ops.flow_runner import with_runner
 
-    write_logs(tmp_path / "logs")
+    write_daily_logs(tmp_path / "logs")
     default_ns, dask_ns = "t_default_" + tmp_path.name[-8:], "t_dask_" + tmp_path.name[-8:]
     state = nightly(NightlyParams(paths=[str(tmp_path / "logs")], namespace=default_ns), return_state=True)
     assert state.is_completed(), state.message

@@ -18,7 +18,7 @@ from strataflow.config import Settings
 from strataflow.ops.runs import scope_ref
 from tasks.ingest import ingest_logs
 
-SUBJECTS = ("client-zh", "team-en")  # the subjects of write_logs
+SUBJECTS = ("client-zh", "team-en")  # the subjects of write_daily_logs
 SELECT_RUN = text(
     """
     select status, error, counts, prefect_flow_run_id from pipeline_runs
@@ -28,8 +28,8 @@ SELECT_RUN = text(
 COUNT_REPORTS = text("select count(*) from weekly_reports where namespace = :ns")
 
 
-def _ingest(settings: Settings, tmp_path: Path, write_logs: Any, namespace: str) -> None:
-    write_logs(tmp_path / "logs", tag=namespace)
+def _ingest(settings: Settings, tmp_path: Path, write_daily_logs: Any, namespace: str) -> None:
+    write_daily_logs(tmp_path / "logs", tag=namespace)
     assert ingest_logs(settings, [tmp_path / "logs"], namespace=namespace, progress=False).inserted == 9
 
 
@@ -67,10 +67,10 @@ def test_a_weekly_run_whose_model_is_unreachable_fails_everywhere_it_is_reported
     engine: Engine,
     namespace: str,
     tmp_path: Path,
-    write_logs: Any,
+    write_daily_logs: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _ingest(settings, tmp_path, write_logs, namespace)
+    _ingest(settings, tmp_path, write_daily_logs, namespace)
     _point_rollup_at(monkeypatch, "http://127.0.0.1:9/v1")  # nothing listens on port 9
 
     ran = CliRunner().invoke(app, ["run", "weekly", "--namespace", namespace])
@@ -102,14 +102,14 @@ def test_a_weekly_run_with_one_bad_week_writes_the_others_and_ends_completed_wit
     engine: Engine,
     namespace: str,
     tmp_path: Path,
-    write_logs: Any,
+    write_daily_logs: Any,
     monkeypatch: pytest.MonkeyPatch,
     scripted_llm_server: Any,
 ) -> None:
     from flows.weekly import weekly
     from models.params import WeeklyParams
 
-    _ingest(settings, tmp_path, write_logs, namespace)
+    _ingest(settings, tmp_path, write_daily_logs, namespace)
     _point_rollup_at(monkeypatch, scripted_llm_server.url)
     scripted_llm_server.script = [(200, "no json here"), (200, "still no json")]  # the answer and its repair
     scripted_llm_server.fallback = lambda body: json.dumps({"summary": "A quiet week.", "key_events": []})

@@ -77,12 +77,12 @@ def _report_weeks(engine: Engine, namespace: str) -> list[tuple[Any, ...]]:
 
 
 def test_nightly_then_weekly_fill_all_three_layers_and_record_their_runs(
-    prefect_harness: None, engine: Engine, namespace: str, tmp_path: Path, write_logs: Any, layers: Any
+    prefect_harness: None, engine: Engine, namespace: str, tmp_path: Path, write_daily_logs: Any, layers: Any
 ) -> None:
     from flows.nightly import nightly
     from flows.weekly import weekly
 
-    write_logs(tmp_path / "logs", tag=namespace)
+    write_daily_logs(tmp_path / "logs", tag=namespace)
     night = _run(nightly, NightlyParams(paths=[str(tmp_path / "logs")], namespace=namespace))
     week = _run(weekly, WeeklyParams(namespace=namespace))
 
@@ -102,12 +102,12 @@ def test_nightly_then_weekly_fill_all_three_layers_and_record_their_runs(
 
 
 def test_a_rerun_of_a_finished_nightly_makes_no_llm_call_and_no_encode(
-    prefect_harness: None, engine: Engine, namespace: str, tmp_path: Path, write_logs: Any
+    prefect_harness: None, engine: Engine, namespace: str, tmp_path: Path, write_daily_logs: Any
 ) -> None:
     from flows.nightly import nightly
     from strataflow.llm.embeddings import encode_count
 
-    write_logs(tmp_path / "logs", tag=namespace)
+    write_daily_logs(tmp_path / "logs", tag=namespace)
     params = NightlyParams(paths=[str(tmp_path / "logs")], namespace=namespace)
     first = _run(nightly, params)
     items = _items(engine, namespace)
@@ -123,14 +123,14 @@ def test_a_rerun_of_a_finished_nightly_makes_no_llm_call_and_no_encode(
 
 
 def test_a_backfill_over_a_range_gives_the_same_tables_as_nightly_runs_day_by_day(
-    prefect_harness: None, engine: Engine, tmp_path: Path, write_logs: Any, layers: Any
+    prefect_harness: None, engine: Engine, tmp_path: Path, write_daily_logs: Any, layers: Any
 ) -> None:
     from flows.backfill import backfill
     from flows.nightly import nightly
     from flows.weekly import weekly
 
     nightly_ns, backfill_ns = "t_nightly_" + tmp_path.name[-8:], "t_backfill_" + tmp_path.name[-8:]
-    files = write_logs(tmp_path / "logs")
+    files = write_daily_logs(tmp_path / "logs")
     for file in files:  # one night per daily export file
         _run(nightly, NightlyParams(paths=[str(file)], namespace=nightly_ns))
     _run(weekly, WeeklyParams(namespace=nightly_ns))

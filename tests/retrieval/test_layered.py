@@ -45,7 +45,7 @@ def message_ids(conn: Connection, namespace: str) -> dict[str, int]:
 
 
 def two_sessions(
-    add_messages: Any,
+    write_messages: Any,
     conn: Connection,
     settings: Any,
     namespace: str,
@@ -64,7 +64,7 @@ def two_sessions(
         {"content": c, "source_message_id": f"b{n}", "created_at": BASE_TIME + timedelta(days=7, minutes=n)}
         for n, c in enumerate(SESSION_TWO)
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
 
 def add_item(conn: Connection, embedder: Any, namespace: str, statement: str, **fields: Any) -> int:
@@ -94,9 +94,9 @@ def ranked_ids(hits: list[Any]) -> list[str]:
 
 
 def test_an_l2_item_lifts_the_turns_it_came_from_although_they_share_no_word_with_the_question(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
-    two_sessions(add_messages, conn, settings, namespace, embedder, DISTRACTORS)
+    two_sessions(write_messages, conn, settings, namespace, embedder, DISTRACTORS)
     ids = message_ids(conn, namespace)
     statement = "The user has a cat named Biscuit"  # linked to a turn of each session
     add_item(conn, embedder, namespace, statement, key="pet", source_message_ids=[ids["a3"], ids["b1"]])
@@ -112,8 +112,8 @@ def test_an_l2_item_lifts_the_turns_it_came_from_although_they_share_no_word_wit
     assert [h.layer for h in layered] == ["messages"] * 4  # the item lifts, it is not returned
 
 
-def test_a_weekly_reports_key_event_lifts_its_turns(conn, settings, namespace, add_messages, embedder):
-    two_sessions(add_messages, conn, settings, namespace, embedder)
+def test_a_weekly_reports_key_event_lifts_its_turns(conn, settings, namespace, write_messages, embedder):
+    two_sessions(write_messages, conn, settings, namespace, embedder)
     ids = message_ids(conn, namespace)
     summary = "Week of trips: the user's dog destroyed a pair of shoes."
     conn.execute(
@@ -138,7 +138,7 @@ def test_a_weekly_reports_key_event_lifts_its_turns(conn, settings, namespace, a
 
 
 def test_the_named_speakers_own_turn_outranks_replies_that_address_them(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
     turns = [
         ("Ben", "Nora, how did the pottery class go? Was the pottery teacher nice?"),
@@ -154,7 +154,7 @@ def test_the_named_speakers_own_turn_outranks_replies_that_address_them(
         {"content": c, "source_message_id": f"x{n}", "conversation_id": "other"}
         for n, c in enumerate(SESSION_ONE)
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     hits = search(
         conn, settings, namespace, "What did Nora make in her pottery class?", layers=("messages",), k=2
@@ -164,7 +164,7 @@ def test_the_named_speakers_own_turn_outranks_replies_that_address_them(
 
 
 def test_a_when_question_prefers_the_turn_that_states_a_time(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
     messages = [
         {
@@ -181,7 +181,7 @@ def test_a_when_question_prefers_the_turn_that_states_a_time(
         {"content": c, "source_message_id": f"x{n}", "conversation_id": "other"}
         for n, c in enumerate(SESSION_ONE)
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     what = search(conn, settings, namespace, "What about the dentist?", layers=("messages",), k=2)
     when = search(conn, settings, namespace, "When did I go to the dentist?", layers=("messages",), k=2)
@@ -191,7 +191,7 @@ def test_a_when_question_prefers_the_turn_that_states_a_time(
 
 
 def test_a_period_in_the_question_prefers_turns_of_that_period(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
     dates = {"feb": datetime(2026, 2, 10, 12, tzinfo=UTC), "mar": datetime(2026, 3, 18, 12, tzinfo=UTC)}
     messages = [
@@ -203,7 +203,7 @@ def test_a_period_in_the_question_prefers_turns_of_that_period(
         }
         for name, at in dates.items()
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
     now = datetime(2026, 4, 1, tzinfo=UTC)
 
     in_march = search(
@@ -265,7 +265,7 @@ def test_items_are_found_by_their_name_and_description(conn, settings, namespace
     assert hits[0].metadata["name"] == "Reply style"
 
 
-def test_a_namespace_wide_search_keeps_turn_windows(conn, settings, namespace, add_messages, embedder):
+def test_a_namespace_wide_search_keeps_turn_windows(conn, settings, namespace, write_messages, embedder):
     messages = []
     for subject in range(12):
         for n, c in enumerate(SESSION_ONE):
@@ -294,7 +294,7 @@ def test_a_namespace_wide_search_keeps_turn_windows(conn, settings, namespace, a
             "created_at": BASE_TIME + timedelta(days=20, seconds=5),
         },
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     hits = search(
         conn, settings, namespace, "summer holiday destination", layers=("messages",), k=3, exact_limit=10

@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from strataflow.retrieval.search import search
 
-BASE_TIME = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # as in conftest.py (the default message times)
+BASE_TIME = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # the default message times of fixtures/ingested_rows.py
 TOPICS = [
     "The quarterly budget review moved to Thursday afternoon.",
     "I bought new running shoes for the marathon in October.",
@@ -27,7 +27,7 @@ def unit(vector: np.ndarray) -> np.ndarray:
 
 
 def test_a_subject_filter_returns_k_hits_from_that_subject_only(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
     messages = [
         {"content": TOPICS[n % len(TOPICS)], "subject_id": "crowd", "source_message_id": f"crowd{n}"}
@@ -41,7 +41,7 @@ def test_a_subject_filter_returns_k_hits_from_that_subject_only(
         }
         for n in range(12)
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     hits = search(
         conn, settings, namespace, "budget review meeting", subject_id="few", layers=("messages",), k=10
@@ -53,7 +53,7 @@ def test_a_subject_filter_returns_k_hits_from_that_subject_only(
 
 
 def test_a_narrow_filter_still_gets_k_hits_where_a_plain_hnsw_scan_returns_too_few(
-    conn, settings, namespace, add_messages
+    conn, settings, namespace, write_messages
 ):
     rng = np.random.default_rng(3)
     query = unit(rng.normal(size=384))
@@ -66,7 +66,7 @@ def test_a_narrow_filter_still_gets_k_hits_where_a_plain_hnsw_scan_returns_too_f
     messages += [
         {"content": f"quiet line {n}", "subject_id": "quiet", "source_message_id": f"q{n}"} for n in range(15)
     ]
-    add_messages(conn, settings, namespace, messages, np.array(near + far))
+    write_messages(conn, settings, namespace, messages, np.array(near + far))
 
     # The problem: an HNSW scan returns its ef_search (40) nearest rows, then the filter removes them all.
     # (Filters written so that no other index applies, and sequential scans off: the plan is the HNSW scan.)
@@ -111,7 +111,7 @@ def test_a_narrow_filter_still_gets_k_hits_where_a_plain_hnsw_scan_returns_too_f
     assert len(exact) == 15 and all(h.metadata["exact"] for h in exact)
 
 
-def test_namespace_subject_and_time_filters_hold(conn, settings, namespace, add_messages, embedder):
+def test_namespace_subject_and_time_filters_hold(conn, settings, namespace, write_messages, embedder):
     other = namespace + "_other"
     week = [
         {
@@ -123,7 +123,7 @@ def test_namespace_subject_and_time_filters_hold(conn, settings, namespace, add_
         for n in range(14)
     ]
     vectors = embedder.encode([m["content"] for m in week])
-    add_messages(
+    write_messages(
         conn,
         settings,
         namespace,
@@ -150,14 +150,14 @@ def test_namespace_subject_and_time_filters_hold(conn, settings, namespace, add_
     assert len(everyone) == 14 and {h.metadata["namespace"] for h in everyone} == {namespace}
 
 
-def test_chinese_queries_find_chinese_rows(conn, settings, namespace, add_messages, embedder):
+def test_chinese_queries_find_chinese_rows(conn, settings, namespace, write_messages, embedder):
     messages = [
         {"content": "我在浙江大学读的计算机专业，毕业五年了。"},
         {"content": "下周二我们要和客户开会讨论预算。"},
         {"content": "我打算明年申请香港的优才计划。"},
         {"content": "The weather in Hangzhou was great last week."},
     ]
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     assert (
         "浙江大学"
@@ -169,7 +169,7 @@ def test_chinese_queries_find_chinese_rows(conn, settings, namespace, add_messag
 
 
 def test_fusion_ranks_an_exact_keyword_match_and_a_semantic_match(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
     messages = [
         {"content": topic, "source_message_id": f"t{n}", "conversation_id": f"c{n}"}
@@ -189,7 +189,7 @@ def test_fusion_ranks_an_exact_keyword_match_and_a_semantic_match(
             "conversation_id": "csem",
         }
     )
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     keyword = search(conn, settings, namespace, "status of qx-7731", layers=("messages",), k=3)
     semantic = search(conn, settings, namespace, "Does the family own a dog?", layers=("messages",), k=3)
@@ -201,7 +201,7 @@ def test_fusion_ranks_an_exact_keyword_match_and_a_semantic_match(
 
 
 def test_a_short_reply_is_found_through_the_turn_it_answers(
-    conn, settings, namespace, add_messages, embedder
+    conn, settings, namespace, write_messages, embedder
 ):
     messages = [
         {"content": topic, "conversation_id": "noise", "source_message_id": f"n{i}"}
@@ -219,7 +219,7 @@ def test_a_short_reply_is_found_through_the_turn_it_answers(
     for n, m in enumerate(messages[len(TOPICS) :]):
         m.setdefault("source_message_id", f"h{n}")
         m["created_at"] = BASE_TIME + timedelta(days=2, seconds=n)
-    add_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
+    write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     hits = search(
         conn, settings, namespace, "Where did Anna spend her summer holiday?", layers=("messages",), k=3
@@ -228,8 +228,8 @@ def test_a_short_reply_is_found_through_the_turn_it_answers(
     assert "reply" in [h.metadata["source_message_id"] for h in hits]
 
 
-def test_every_layer_answers_with_provenance(conn, settings, namespace, add_messages, embedder):
-    add_messages(
+def test_every_layer_answers_with_provenance(conn, settings, namespace, write_messages, embedder):
+    write_messages(
         conn,
         settings,
         namespace,

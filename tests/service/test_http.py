@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
-from tests.service.conftest import Tenant, make_tenant
+from tests.fixtures.service import Tenant, make_tenant
 
 
 def _message(subject: str, content: str, **fields: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from strataflow.db.roles import AccessError
 from strataflow.service import keys
-from tests.service.conftest import Tenant, make_tenant
+from tests.fixtures.service import Tenant, make_tenant
 
 
 def test_a_key_is_stored_as_a_hash_and_authenticates_as_its_role_and_namespaces(

@@ -16,7 +16,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.service.conftest import Tenant
+from tests.fixtures.service import Tenant
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {

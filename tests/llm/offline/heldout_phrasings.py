@@ -1,7 +1,7 @@
 """Held-out phrasings for the offline extraction rules, written BEFORE the generalisation work of issue 15
 item 4 and never used to tune the rules: run it only to measure recall.
 
-    python -m tests.offline.heldout_phrasings
+    python -m tests.llm.offline.heldout_phrasings
 
 Each case is one user message and the values it should give (key -> expected value, or a predicate over
 the value); NOT lists keys that must not appear. Recall = expected values found / expected values;

@@ -90,10 +90,12 @@ def test_hostile_messages_are_stored_and_extracted_as_plain_data(
 
 
 def test_every_prompt_keeps_user_content_inside_its_messages_block(
-    settings: Settings, namespace: str, tmp_path: Path, llm_server: Any, monkeypatch: Any
+    settings: Settings, namespace: str, tmp_path: Path, echo_llm_server: Any, monkeypatch: Any
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    http = settings.model_copy(update={"extract_model": "openai/test-model", "llm_api_base": llm_server.url})
+    http = settings.model_copy(
+        update={"extract_model": "openai/test-model", "llm_api_base": echo_llm_server.url}
+    )
     ingest_logs(
         http,
         [_write(tmp_path / "hostile.jsonl", "u_prompt", HOSTILE, 4)],
@@ -104,7 +106,7 @@ def test_every_prompt_keeps_user_content_inside_its_messages_block(
     refresh_hot_memory(http, namespace=namespace)
 
     stages = set()
-    for request in llm_server.requests:
+    for request in echo_llm_server.requests:
         system = "\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
         prompt = "\n".join(m["content"] for m in request["messages"])
         blocks = parse_blocks(prompt)

@@ -54,10 +54,15 @@ def prefect_server(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def test_a_backfill_deployment_run_through_a_worker_fills_the_tables(
-    prefect_server: dict[str, str], engine: Any, namespace: str, tmp_path: Path, write_logs: Any, layers: Any
+    prefect_server: dict[str, str],
+    engine: Any,
+    namespace: str,
+    tmp_path: Path,
+    write_daily_logs: Any,
+    layers: Any,
 ) -> None:
     env = prefect_server
-    files = write_logs(tmp_path / "logs", tag=namespace)
+    files = write_daily_logs(tmp_path / "logs", tag=namespace)
     bootstrap(env, POOL, llm_limit=2)  # work pool, the `llm` limit, prefect --no-prompt deploy --all
     deployments = prefect_command(["deployment", "ls"], env).stdout
     for name in ("nightly/nightly", "weekly/weekly", "assets/assets", "backfill/backfill"):

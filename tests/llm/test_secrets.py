@@ -81,7 +81,7 @@ def test_a_canary_api_key_is_used_but_appears_nowhere(
     engine: Engine,
     namespace: str,
     tmp_path: Path,
-    llm_server: Any,
+    echo_llm_server: Any,
     prefect_harness: None,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -93,11 +93,13 @@ def test_a_canary_api_key_is_used_but_appears_nowhere(
     canary = f"sk-canary-{uuid.uuid4()}"
     monkeypatch.setenv("OPENAI_API_KEY", canary)
     monkeypatch.setenv("STRATAFLOW_EXTRACT_MODEL", "openai/test-model")  # what the flow's load_settings reads
-    monkeypatch.setenv("STRATAFLOW_LLM_API_BASE", llm_server.url)
+    monkeypatch.setenv("STRATAFLOW_LLM_API_BASE", echo_llm_server.url)
     caplog.set_level(logging.INFO)
-    http = settings.model_copy(update={"extract_model": "openai/test-model", "llm_api_base": llm_server.url})
+    http = settings.model_copy(
+        update={"extract_model": "openai/test-model", "llm_api_base": echo_llm_server.url}
+    )
     # The first request fails: an error path is taken and logged.
-    llm_server.script = [(500, "upstream exploded")]
+    echo_llm_server.script = [(500, "upstream exploded")]
     errors: list[str] = []
 
     ingested = ingest_logs(
@@ -114,7 +116,9 @@ def test_a_canary_api_key_is_used_but_appears_nowhere(
             namespace=namespace,
         )
     )
-    llm_server.script = [(401, "Incorrect API key provided")] * 4  # a refused key: the error must not echo it
+    echo_llm_server.script = [
+        (401, "Incorrect API key provided")
+    ] * 4  # a refused key: the error must not echo it
     _write_log(tmp_path / "c" / "day3.jsonl", ["I have a dog."])
     ingest_logs(http, [tmp_path / "c"], namespace=namespace, progress=False)
     try:
@@ -123,7 +127,9 @@ def test_a_canary_api_key_is_used_but_appears_nowhere(
         errors += [str(exc), repr(exc), str(exc.__cause__)]
 
     assert ingested.quarantined == 1 and summary.status == "completed"
-    assert llm_server.authorizations and set(llm_server.authorizations) == {f"Bearer {canary}"}  # it was used
+    assert echo_llm_server.authorizations and set(echo_llm_server.authorizations) == {
+        f"Bearer {canary}"
+    }  # it was used
     with engine.connect() as conn:
         outcomes = conn.execute(
             text("select outcome, error from llm_calls where namespace = :ns"), {"ns": namespace}

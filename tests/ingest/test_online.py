@@ -14,7 +14,7 @@ from strataflow.config import Settings
 from strataflow.db.roles import as_role
 from strataflow.ingest.online import write_messages
 from strataflow.retrieval.context import build_context
-from tests.service.conftest import Tenant
+from tests.fixtures.service import Tenant
 
 SELECT_MESSAGES = text(
     """

@@ -16,7 +16,9 @@ from tasks.extract import extract_new
 from tasks.forget import forget_subject, subject_pattern
 from tasks.ingest import ingest_logs
 
-SECRET = "E1234567"  # the subject's passport number: their words, wherever they went
+# The subject's passport number: their words, wherever they went. Drawn per run, since the search below reads
+# every namespace and other tests store passport numbers of their own.
+SECRET = f"E{uuid.uuid4().int % 10**7:07d}"
 RELATIONS = text(
     """
     select c.relname from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
@@ -55,7 +57,7 @@ def test_forget_leaves_nothing_of_the_subject_anywhere(
     namespace: str,
     subject: str,
     tmp_path: Path,
-    llm_server: Any,
+    echo_llm_server: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bystander = subject + "0"  # a longer id that merely starts with the subject's
@@ -91,8 +93,10 @@ def test_forget_leaves_nothing_of_the_subject_anywhere(
     # The model answers with the user's words in a field that fails validation, twice (call and repair).
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy-key-1234567890")
     invalid = json.dumps({"items": [{"kind": "fact", "key": f"passport {SECRET}", "value": SECRET}]})
-    llm_server.script = [(200, invalid)] * 4  # two scopes, a call and a repair each
-    http = settings.model_copy(update={"extract_model": "openai/test-model", "llm_api_base": llm_server.url})
+    echo_llm_server.script = [(200, invalid)] * 4  # two scopes, a call and a repair each
+    http = settings.model_copy(
+        update={"extract_model": "openai/test-model", "llm_api_base": echo_llm_server.url}
+    )
     extracted = extract_new(http, namespace=namespace, progress=False)
     assert extracted.units_failed == 2  # the subject's scope and the bystander's
     with engine.connect() as conn:
