@@ -2,7 +2,12 @@
 
 Every day and week is a set of task runs inside this one flow run. Hot memory is refreshed once after the
 last day and insights are reflected once after the last week (both summarise the latest state); expiry,
-when chosen, runs last.
+when chosen, runs last. The LLM stages fan out over Dask workers by shard (tasks/bookkeeping.py fan_out).
+
+With reprocess (or force), after the days the range's extraction is redone where another model or prompt
+version produced it, the weeks' reports are rewritten and the hot summaries refreshed the same way
+(tasks/recompute.py). A dry run only publishes the plan of that work (backfill-plan artifact, and the run
+summary's `plan`): no model call, no write but the run's record.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ from typing import Any, cast
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
-from models.params import BackfillParams, DayPlan, RunSummary, Stage
+from models.params import BackfillParams, DayPlan, Recompute, RunSummary, Stage
 from strataflow.config import Settings, load_settings
-from tasks.bookkeeping import begin_run, extract_fanout, finish_run, llm_slot, mark_run_failed, plan_backfill
+from strataflow.ops.flow_runner import configured_task_runner
+from tasks.bookkeeping import begin_run, fan_out, finish_run, llm_slot, mark_run_failed, plan_backfill
 from tasks.embed import embed_pending_task
 from tasks.expire import expire_l1_task
 from tasks.extract import extract_new_task, refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
+from tasks.recompute import plan_backfill_work_task, recompute_window
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task
 
@@ -38,37 +45,70 @@ def run_day(
         embed = embed_pending_task.with_options(task_run_name=f"embed-pending-{plan.day}")
         results["embed"].append(embed(settings, namespace=params.namespace))
     if Stage.extract in params.stages:
-        extract = extract_new_task.with_options(task_run_name=f"extract-new-{plan.day}")
         with llm_slot(settings):
-            futures = [
-                extract.submit(settings, run_id=run_id, namespace=params.namespace)
-                for _ in range(extract_fanout(settings))
-            ]
-            results["extract"].extend(future.result() for future in futures)
+            name = f"extract-new-{plan.day}"
+            results["extract"] += fan_out(
+                extract_new_task, settings, name, run_id=run_id, namespace=params.namespace
+            )
+
+
+def run_reprocess(
+    settings: Settings, recompute: Recompute, params: BackfillParams, run_id: uuid.UUID, results: Results
+) -> None:
+    """After the days: the range's extraction again, where the configured model or prompt did not do it."""
+    if Stage.extract in params.stages:
+        with llm_slot(settings):
+            results["extract"] += fan_out(
+                extract_new_task,
+                settings,
+                "reprocess-extract",
+                run_id=run_id,
+                namespace=params.namespace,
+                recompute=recompute,
+            )
 
 
 def run_week(
-    settings: Settings, monday: date, params: BackfillParams, run_id: uuid.UUID, results: Results
+    settings: Settings,
+    monday: date,
+    params: BackfillParams,
+    run_id: uuid.UUID,
+    results: Results,
+    recompute: Recompute | None,
 ) -> None:
-    """One complete ISO week: the weekly rollup."""
+    """One complete ISO week: the weekly rollup (recomputing: also the reports another model wrote)."""
     if Stage.rollup in params.stages:
-        rollup = rollup_weeks_task.with_options(task_run_name=f"rollup-weeks-{monday}")
         with llm_slot(settings):
-            results["rollup"].append(
-                rollup(settings, week_start=monday, run_id=run_id, namespace=params.namespace)
+            results["rollup"] += fan_out(
+                rollup_weeks_task,
+                settings,
+                f"rollup-weeks-{monday}",
+                week_start=monday,
+                run_id=run_id,
+                namespace=params.namespace,
+                recompute=recompute,
             )
 
 
-def run_closing(settings: Settings, params: BackfillParams, run_id: uuid.UUID, results: Results) -> None:
+def run_closing(
+    settings: Settings,
+    params: BackfillParams,
+    run_id: uuid.UUID,
+    results: Results,
+    recompute: Recompute | None,
+) -> None:
     """After the days and weeks: hot memory, reflection, embedding of what they wrote, expiry."""
     with llm_slot(settings):
         if Stage.hot_memory in params.stages:
-            results["hot_memory"].append(
-                refresh_hot_memory_task(settings, run_id=run_id, namespace=params.namespace)
-            )
+            hot = {"run_id": run_id, "namespace": params.namespace}
+            results["hot_memory"] += fan_out(refresh_hot_memory_task, settings, "refresh-hot-memory", **hot)
+            if recompute is not None:
+                results["hot_memory"] += fan_out(
+                    refresh_hot_memory_task, settings, "reprocess-hot-memory", **hot, recompute=recompute
+                )
         if Stage.reflect in params.stages:
-            results["reflect"].append(
-                reflect_pending_task(settings, run_id=run_id, namespace=params.namespace)
+            results["reflect"] += fan_out(
+                reflect_pending_task, settings, "reflect-insights", run_id=run_id, namespace=params.namespace
             )
     if Stage.embed in params.stages:
         results["embed"].append(embed_pending_task(settings, namespace=params.namespace))
@@ -76,24 +116,36 @@ def run_closing(settings: Settings, params: BackfillParams, run_id: uuid.UUID, r
         results["expire"].append(expire_l1_task(settings, run_id=run_id, namespace=params.namespace))
 
 
-@flow(name="backfill", on_failure=[mark_run_failed], on_crashed=[mark_run_failed])
+@flow(
+    name="backfill",
+    task_runner=configured_task_runner(),
+    on_failure=[mark_run_failed],
+    on_crashed=[mark_run_failed],
+)
 def backfill(params: BackfillParams) -> RunSummary:
-    """Process [start, end]: days in order (ingest, embed, extract), then complete weeks (rollup), then
-    hot memory, reflection and (when chosen) expiry. Idempotent: a rerun makes no LLM call."""
+    """Process [start, end]: days in order (ingest, embed, extract), with reprocess the range's extraction
+    again, then complete weeks (rollup), then hot memory, reflection and (when chosen) expiry. Idempotent: a
+    rerun makes no LLM call. A dry run only plans (no model call, no write)."""
     settings = load_settings()
     run_id = begin_run(settings, "backfill", params.model_dump(mode="json"), params.namespace)
     days, weeks = plan_backfill(settings, params.paths, params.start, params.end)
+    if params.dry_run:
+        plan = plan_backfill_work_task(settings, params, days, weeks)
+        return finish_run(settings, "backfill", run_id, {}, days=len(days), weeks=len(weeks), plan=plan)
+    recompute = recompute_window(settings, params)
     steps = len(days) + len(weeks) + 1
     progress = cast(
         uuid.UUID, create_progress_artifact(0.0, key="backfill-progress", description="days and weeks done")
     )
     results: Results = {stage.value: [] for stage in Stage}
-    for number, plan in enumerate(days, start=1):
-        run_day(settings, plan, params, run_id, results)
+    for number, plan_day in enumerate(days, start=1):
+        run_day(settings, plan_day, params, run_id, results)
         update_progress_artifact(progress, 100.0 * number / steps)
+    if recompute is not None:
+        run_reprocess(settings, recompute, params, run_id, results)
     for number, monday in enumerate(weeks, start=len(days) + 1):
-        run_week(settings, monday, params, run_id, results)
+        run_week(settings, monday, params, run_id, results, recompute)
         update_progress_artifact(progress, 100.0 * number / steps)
-    run_closing(settings, params, run_id, results)
+    run_closing(settings, params, run_id, results, recompute)
     update_progress_artifact(progress, 100.0)
     return finish_run(settings, "backfill", run_id, results, days=len(days), weeks=len(weeks))

@@ -12,9 +12,10 @@ from prefect import flow
 
 from models.params import NightlyParams, RunSummary
 from strataflow.config import load_settings
+from strataflow.ops.flow_runner import configured_task_runner
 from tasks.bookkeeping import (
     begin_run,
-    extract_fanout,
+    fan_out,
     finish_run,
     llm_slot,
     log_paths,
@@ -27,7 +28,12 @@ from tasks.extract import extract_new_task, refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
 
 
-@flow(name="nightly", on_failure=[mark_run_failed], on_crashed=[mark_run_failed])
+@flow(
+    name="nightly",
+    task_runner=configured_task_runner(),
+    on_failure=[mark_run_failed],
+    on_crashed=[mark_run_failed],
+)
 def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B008
     """Ingest the night's logs, embed and extract them, refresh hot memory, embed new items, expire L1."""
     settings = load_settings()
@@ -38,19 +44,19 @@ def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B00
     ingested = ingest_logs_task(settings, paths, namespace=params.namespace, run_id=run_id)
     embedded = embed_pending_task(settings, namespace=params.namespace)
     with llm_slot(settings):
-        futures = [
-            extract_new_task.submit(settings, run_id=run_id, namespace=params.namespace)
-            for _ in range(extract_fanout(settings))
-        ]
-        extracted = [future.result() for future in futures]
-        hot = refresh_hot_memory_task(settings, run_id=run_id, namespace=params.namespace)
+        extracted = fan_out(
+            extract_new_task, settings, "extract-new", run_id=run_id, namespace=params.namespace
+        )
+        hot = fan_out(
+            refresh_hot_memory_task, settings, "refresh-hot-memory", run_id=run_id, namespace=params.namespace
+        )
     embedded_memory = embed_pending_task(settings, namespace=params.namespace)  # the new L2 items
     expired = expire_l1_task(settings, dry_run=params.dry_run, run_id=run_id, namespace=params.namespace)
     stages: dict[str, list[Any]] = {
         "ingest": [ingested],
         "embed": [embedded, embedded_memory],
         "extract": extracted,
-        "hot_memory": [hot],
+        "hot_memory": hot,
         "expire": [expired],
     }
     return finish_run(settings, "nightly", run_id, stages, run_date=run_date)

@@ -1,4 +1,8 @@
-"""The weekly flow: roll up complete ISO weeks into L3, reflect insights, embed the new reports."""
+"""The weekly flow: roll up complete ISO weeks into L3, reflect insights, embed the new reports.
+
+Rollup and reflection fan out: one task run per shard of the scopes (one per Dask worker with
+STRATAFLOW_TASK_RUNNER=dask, else one), each scope-week done once whoever does it.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,35 @@ from prefect import flow
 
 from models.params import RunSummary, WeeklyParams
 from strataflow.config import load_settings
-from tasks.bookkeeping import begin_run, finish_run, llm_slot, mark_run_failed
+from strataflow.ops.flow_runner import configured_task_runner
+from tasks.bookkeeping import begin_run, fan_out, finish_run, llm_slot, mark_run_failed
 from tasks.embed import embed_pending_task
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task
 
 
-@flow(name="weekly", on_failure=[mark_run_failed], on_crashed=[mark_run_failed])
+@flow(
+    name="weekly",
+    task_runner=configured_task_runner(),
+    on_failure=[mark_run_failed],
+    on_crashed=[mark_run_failed],
+)
 def weekly(params: WeeklyParams = WeeklyParams()) -> RunSummary:  # noqa: B008
     """Roll up every complete week not yet reported (or one week), reflect insights, embed reports."""
     settings = load_settings()
     run_id = begin_run(settings, "weekly", params.model_dump(mode="json"), params.namespace)
     with llm_slot(settings):
-        rolled = rollup_weeks_task(
-            settings, week_start=params.week_start, run_id=run_id, namespace=params.namespace
+        rolled = fan_out(
+            rollup_weeks_task,
+            settings,
+            "rollup-weeks",
+            week_start=params.week_start,
+            run_id=run_id,
+            namespace=params.namespace,
         )
-        reflected = reflect_pending_task(settings, run_id=run_id, namespace=params.namespace)
+        reflected = fan_out(
+            reflect_pending_task, settings, "reflect-insights", run_id=run_id, namespace=params.namespace
+        )
     embedded = embed_pending_task(settings, namespace=params.namespace)
-    return finish_run(
-        settings, "weekly", run_id, {"rollup": [rolled], "reflect": [reflected], "embed": [embedded]}
-    )
+    stages = {"rollup": rolled, "reflect": reflected, "embed": [embedded]}
+    return finish_run(settings, "weekly", run_id, stages)

@@ -8,7 +8,8 @@ these models (strataflow/commands/run.py), so a field's description is its --hel
 
 from __future__ import annotations
 
-from datetime import date
+import zlib
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -92,6 +93,47 @@ class AssetsParams(_Params):
     namespace: Namespace = Field("default", description="Namespace of the assets.")
 
 
+class Shard(BaseModel):
+    """One of `count` disjoint parts of the scopes, by a stable hash of (namespace, subject): the unit a stage
+    fans out over Dask workers (one task per shard). Shard 0 of 1 is every scope."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(0, ge=0, description="This part, 0 <= index < count.")
+    count: int = Field(1, ge=1, le=256, description="How many parts the scopes are split into.")
+
+    @model_validator(mode="after")
+    def _inside(self) -> Shard:
+        if self.index >= self.count:
+            raise ValueError(f"shard index {self.index} is not below the shard count {self.count}")
+        return self
+
+    def owns(self, namespace: str, subject_id: str) -> bool:
+        """True when the scope (namespace, subject_id) belongs to this part."""
+        if self.count == 1:
+            return True
+        return zlib.crc32(f"{namespace}\x00{subject_id}".encode()) % self.count == self.index
+
+
+EVERY_SCOPE = Shard()
+
+
+class Recompute(BaseModel):
+    """A backfill that recomputes: the event-time window [since, until) whose extraction, hot memory and
+    weekly reports are redone where the configured model or prompt version did not produce them (force:
+    everywhere, with fresh model answers instead of the LLM cache)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    since: datetime | None = Field(None, description="Event time from (inclusive). None: from the start.")
+    until: datetime | None = Field(None, description="Event time to (exclusive). None: no end.")
+    force: bool = Field(False, description="Redo even what the configured model and prompt produced.")
+
+    def covers(self, moment: datetime) -> bool:
+        """True when an event time falls inside the window."""
+        return (self.since is None or moment >= self.since) and (self.until is None or moment < self.until)
+
+
 class BackfillParams(_Params):
     """Parameters of the backfill flow: the nightly stages day by day, then the weekly ones week by week."""
 
@@ -102,7 +144,7 @@ class BackfillParams(_Params):
         min_length=1,
         max_length=len(Stage),
         description="Stages to run. Per day: ingest, embed, extract; per week: rollup; at the end:"
-        " hot_memory, reflect, expire.",
+        " hot_memory, reflect, expire. With reprocess, extract, rollup and hot_memory also redo the range.",
     )
     paths: Paths = Field(
         default_factory=list,
@@ -112,6 +154,22 @@ class BackfillParams(_Params):
     namespace: Namespace | None = Field(
         None,
         description="Namespace for records that name none (and wins over theirs).",
+    )
+    reprocess: bool = Field(
+        False,
+        description="Also redo extraction, hot memory and weekly reports of the range that already ran,"
+        " where the configured model or prompt version is not the one that produced them (after changing"
+        " STRATAFLOW_EXTRACT_MODEL, for example). Changed values get new versions; manual edits stay.",
+    )
+    force: bool = Field(
+        False,
+        description="Redo everything in the range (implies reprocess), even what the configured model and"
+        " prompt version produced, with fresh answers (the LLM result cache is not read).",
+    )
+    dry_run: bool = Field(
+        False,
+        description="Make no model call and write nothing: publish the plan (scopes, batches, prompt tokens,"
+        " estimated cost for the configured models) as the run's backfill-plan artifact.",
     )
 
     @model_validator(mode="after")
@@ -128,6 +186,42 @@ class DayPlan(BaseModel):
 
     day: date
     paths: list[str] = Field(default_factory=list)
+
+
+class StagePlan(BaseModel):
+    """What one LLM stage of a backfill would send to its model (a dry run's estimate)."""
+
+    model: str
+    prompt_version: str
+    scopes: int = 0
+    units: int = Field(0, description="scopes (extract, hot memory, reflect) or scope-weeks (rollup)")
+    llm_calls: int = Field(0, description="requests, one per batch")
+    already_current: int = Field(
+        0,
+        description="of llm_calls: batches the configured model and prompt version already answered;"
+        " a reprocess skips them, force sends them again",
+    )
+    prompt_tokens: int = 0
+    completion_tokens: int = Field(0, description="estimated from the stage's past calls")
+    cost_usd: float | None = Field(None, description="None: the model is not in litellm's cost map")
+
+
+class BackfillPlan(BaseModel):
+    """A backfill dry run's plan: the work and its estimated spend, with no model call and no write."""
+
+    start: date
+    end: date
+    reprocess: bool
+    force: bool
+    files_to_ingest: int = Field(0, description="log files the run would ingest (not in the estimate)")
+    weeks: list[date] = Field(default_factory=list)
+    stages: dict[str, StagePlan] = Field(default_factory=dict)
+    llm_calls_planned: int = 0
+    llm_calls_already_current: int = 0
+    prompt_tokens_estimated: int = 0
+    completion_tokens_estimated: int = 0
+    cost_usd_estimated: float | None = None
+    unpriced_models: list[str] = Field(default_factory=list)
 
 
 class RunCounts(BaseModel):
@@ -166,3 +260,4 @@ class RunSummary(BaseModel):
     weeks: int = 0
     run_date: date | None = None
     errors: list[str] = Field(default_factory=list)
+    plan: BackfillPlan | None = None

@@ -44,6 +44,9 @@ class ExtractResult(LLMStageResult):
 
     scopes: int = Field(0, description="scopes worked on (failed ones included)")
     scopes_locked: int = Field(0, description="skipped: another process was extracting them")
+    scopes_current: int = Field(
+        0, description="recomputing: skipped, the configured model and prompt version produced their window"
+    )
     messages: int = 0
     llm_calls: int = Field(0, description="requests sent (ledger rows written by this run)")
     cache_hits: int = 0
@@ -53,6 +56,7 @@ class ExtractResult(LLMStageResult):
     items_changed: int = 0
     items_unchanged: int = 0
     items_kept_older: int = 0
+    items_confirmed: int = Field(0, description="unchanged items a re-extraction by another model confirmed")
     items_dropped: int = Field(
         0, description="output items citing no message of their batch, or internal kinds"
     )
@@ -69,6 +73,9 @@ class HotMemoryResult(LLMStageResult):
     """What one hot memory refresh did (units: scopes)."""
 
     scopes: int = Field(0, description="scopes worked on (failed ones included)")
+    scopes_current: int = Field(
+        0, description="recomputing: skipped, the configured model and prompt version wrote their summary"
+    )
     summaries_written: int = 0
     items_written: int = Field(0, description="typed items (status, decision, preference) new or changed")
     llm_calls: int = 0

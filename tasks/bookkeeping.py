@@ -27,7 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from models.params import DayPlan, RunCounts, RunSummary
+from models.params import BackfillPlan, DayPlan, RunCounts, RunSummary, Shard
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.readers import expand_paths
@@ -220,10 +220,22 @@ def counts_table(counts: RunCounts) -> list[dict[str, Any]]:
     return [{"figure": key, "value": value} for key, value in counts.model_dump().items()]
 
 
-def extract_fanout(settings: Settings) -> int:
-    """Extraction task runs to submit at once: one per Dask worker with the Dask runner, else one. They split
-    the scopes between them through the per-scope advisory locks of tasks/extract.py."""
-    return settings.dask_workers if settings.task_runner == "dask" else 1
+def shards(settings: Settings) -> list[Shard]:
+    """The parts an LLM stage fans out over: one per Dask worker with the Dask runner, else one (every
+    scope). The parts split the scopes by a stable hash; the per-scope advisory locks of the stages keep a
+    scope done once when two runs overlap."""
+    count = settings.dask_workers if settings.task_runner == "dask" else 1
+    return [Shard(index=index, count=count) for index in range(count)]
+
+
+def fan_out(stage_task: Any, settings: Settings, name: str, **arguments: Any) -> list[Any]:
+    """Submit stage_task(settings, shard=..., **arguments) once per shard (each its own task run, named
+    name-1of2, ...) and wait for their results, in shard order."""
+    futures = []
+    for shard in shards(settings):
+        part = stage_task.with_options(task_run_name=f"{name}-{shard.index + 1}of{shard.count}")
+        futures.append(part.submit(settings, shard=shard, **arguments))
+    return [future.result() for future in futures]
 
 
 def ensure_llm_limit(limit: int) -> None:
@@ -292,9 +304,10 @@ def finish_run(
     days: int = 0,
     weeks: int = 0,
     run_date: date | None = None,
+    plan: BackfillPlan | None = None,
 ) -> RunSummary:
-    """Close the pipeline run with its counts and final state; publish the summary, table and counts
-    artifacts."""
+    """Close the pipeline run with its counts and final state (a dry run's plan among them); publish the
+    summary, table and counts artifacts."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
     from prefect.runtime import flow_run
 
@@ -317,8 +330,12 @@ def finish_run(
         weeks=weeks,
         run_date=run_date,
         errors=errors,
+        plan=plan,
     )
-    extra = {"days": days, "weeks": weeks, "run_date": run_date.isoformat() if run_date else None}
+    extra: dict[str, Any] = {"days": days, "weeks": weeks}
+    extra["run_date"] = run_date.isoformat() if run_date else None
+    if plan is not None:
+        extra["plan"] = plan.model_dump(mode="json")
     runs.finish_run(engine, run_id, status, {**counts.model_dump(), **extra}, "; ".join(errors) or None)
     if errors:
         runs.stage_logger(__name__).warning("%s run ended %s: %s", flow, status, "; ".join(errors))

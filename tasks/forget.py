@@ -47,6 +47,7 @@ SELECT_SUBJECT_TEXTS = text(
     select statement as body from memory_items where {SCOPE} and statement is not null
     union select statement from memory_item_versions where {SCOPE} and statement is not null
     union select summary from weekly_reports where {SCOPE}
+    union select summary from weekly_report_revisions where {SCOPE}
     union select statement from insights where {SCOPE}
     """
 )
@@ -71,6 +72,7 @@ DELETES = (
     ("memory_item_versions", text(f"delete from memory_item_versions where {SCOPE}")),
     ("memory_items", text(f"delete from memory_items where {SCOPE}")),
     ("profile_documents", text(f"delete from profile_documents where {SCOPE}")),
+    ("weekly_report_revisions", text(f"delete from weekly_report_revisions where {SCOPE}")),
     ("weekly_reports", text(f"delete from weekly_reports where {SCOPE}")),
     ("insights", text(f"delete from insights where {SCOPE}")),
     ("llm_cache", text(f"delete from llm_cache where {SCOPE}")),

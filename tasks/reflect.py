@@ -17,7 +17,8 @@ the older stays in history. Deleted items and the internal hot_summary kind are 
 request (a deleted fact's insight stays until a newer statement replaces it).
 
 Per scope: read under a session advisory lock, call the model with no transaction open, write in a new
-transaction. Failures follow the LLM stage policy of models/results.py; retries live in the gateway only.
+transaction. The scopes fan out over Dask workers by shard (models/params.py Shard). Failures follow the
+LLM stage policy of models/results.py; retries live in the gateway only.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from sqlalchemy import Connection, Engine, text
 
 from models.lifecycle import ReflectResult
 from models.llm import ReflectedInsight, ReflectionOutput
+from models.params import EVERY_SCOPE, Shard
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
@@ -236,14 +238,18 @@ def reflect_scope(
 
 
 def reflect_pending(
-    settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
+    settings: Settings,
+    run_id: uuid.UUID | None = None,
+    namespace: str | None = None,
+    shard: Shard = EVERY_SCOPE,
 ) -> ReflectResult:
-    """Reflect every scope with items not yet reflected; each scope commits on its own, and a scope whose
-    model call fails is counted and named (by hash) while the next one goes on."""
+    """Reflect every scope (of one shard; default: all) with items not yet reflected; each scope commits on
+    its own, and a scope whose model call fails is counted and named (by hash) while the next one goes on."""
     engine: Engine = engine_for(settings)
     run_id = run_id or uuid.uuid4()
     with engine.connect() as conn:
-        scopes = list(conn.execute(SELECT_PENDING_SCOPES, {"namespace": namespace}))
+        pending = conn.execute(SELECT_PENDING_SCOPES, {"namespace": namespace})
+        scopes = [scope for scope in pending if shard.owns(scope.namespace, scope.subject_id)]
     result = ReflectResult()
     gateway = LLMGateway(settings, engine, run_id)
     log = stage_logger(__name__)
@@ -263,10 +269,13 @@ def reflect_pending(
 
 @task(name="reflect-insights", cache_policy=NO_CACHE)
 def reflect_pending_task(
-    settings: Settings, run_id: uuid.UUID | None = None, namespace: str | None = None
+    settings: Settings,
+    run_id: uuid.UUID | None = None,
+    namespace: str | None = None,
+    shard: Shard = EVERY_SCOPE,
 ) -> ReflectResult:
-    """Derive insights from L2 items not yet reflected; raises when every scope failed (no task retries:
-    the gateway retries each request)."""
-    result = reflect_pending(settings, run_id=run_id, namespace=namespace)
+    """Derive insights from L2 items not yet reflected, for one shard of the scopes; raises when every scope
+    failed (no task retries: the gateway retries each request)."""
+    result = reflect_pending(settings, run_id=run_id, namespace=namespace, shard=shard)
     raise_if_all_failed(result, STAGE)
     return result

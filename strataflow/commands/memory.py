@@ -226,14 +226,17 @@ def search(
     agent: str = AGENT,
     k: int = typer.Option(10, "--k", min=1, max=1000, help="At most this many hits."),
 ) -> None:
-    """Full-text search of memory items (English and Chinese), one JSON object per line, best first.
+    """Search memory items (the retrieval ranking: full text in English and Chinese, names, dense
+    similarity), one JSON object per line, best first.
 
     Example: strataflow memory search -n demo -s u1 -q "工作 公司"
     """
     from strataflow.memory.api import search_memories
 
     hits = _write(
-        lambda conn: search_memories(conn, namespace, query, subject, agent_id=agent, kind=kind, k=k)
+        lambda conn: search_memories(
+            conn, settings_or_exit(), namespace, query, subject, agent_id=agent, kind=kind, k=k
+        )
     )
     for hit in hits:
         _emit(hit.model_dump(mode="json"))

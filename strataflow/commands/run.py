@@ -31,7 +31,9 @@ EXAMPLES = {
     "nightly": "strataflow run nightly --path ./exports --namespace acme",
     "weekly": "strataflow run weekly",
     "assets": "strataflow run assets --path ./docs --namespace acme",
-    "backfill": "strataflow run backfill --start 2024-03-01 --end 2024-03-31 --path ./exports",
+    "backfill": "strataflow run backfill --start 2024-03-01 --end 2024-03-31 --path ./exports\n\n"
+    "Recompute March's extraction with a new model, cost first: strataflow run backfill --start 2024-03-01"
+    " --end 2024-03-31 --stages extract --reprocess --dry-run",
 }
 DEMO_OUT = typer.Option(None, "--out", help="Sample directory. Default: STRATAFLOW_HOME/demo.")
 
@@ -55,6 +57,8 @@ def _print_summary(summary: RunSummary) -> None:
         typer.echo(f"  {key:24} {value}")
     for error in summary.errors:
         typer.echo(f"error: {error}", err=True)
+    if summary.plan is not None:  # a dry run: its plan as one JSON line, last on stdout
+        typer.echo(summary.plan.model_dump_json())
 
 
 def _cli_value(annotation: Any, value: Any) -> Any:
@@ -77,7 +81,7 @@ def _option(name: str, field: FieldInfo) -> tuple[Any, Any]:
         cli_type = list[str] if get_origin(base) is list else str
         names = OPTION_NAMES.get(name, (f"--{name.replace('_', '-')}",))
     default = ... if required else (field.default if base is bool else None)
-    metavar = "YYYY-MM-DD" if base is date else name.removesuffix("s").upper()
+    metavar = None if base is bool else "YYYY-MM-DD" if base is date else name.removesuffix("s").upper()
     help_text = (field.description or "") + (
         " Repeatable, or comma-separated." if cli_type == list[str] else ""
     )

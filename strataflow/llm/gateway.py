@@ -58,7 +58,8 @@ INSERT_CACHE = text(
     """
     insert into llm_cache (stage, prompt_version, model, input_hash, namespace, subject_id, response)
     values (:stage, :prompt_version, :model, :input_hash, :namespace, :subject_id, cast(:response as jsonb))
-    on conflict (stage, prompt_version, model, input_hash) do nothing
+    on conflict (stage, prompt_version, model, input_hash) do update
+    set response = excluded.response, created_at = now()
     """
 )
 INSERT_CALL = text(
@@ -196,18 +197,21 @@ class LLMGateway:
         namespace: str | None = None,
         subject_id: str | None = None,
         cache_key: str | None = None,
+        fresh: bool = False,
     ) -> T:
         """The model's answer parsed into schema; from the cache when the same work was done before.
 
         cache_key: the caller's deterministic identity of the work (e.g. source message ids and content
-        hashes); by default the messages themselves. Raises BudgetExhausted before sending when the run's
-        budget is spent, LLMError when retries or the one repair call do not give a valid answer.
+        hashes); by default the messages themselves. fresh: ask the model even when the cache has an answer
+        (a forced recompute); the new answer replaces the cached one. Raises BudgetExhausted before sending
+        when the run's budget is spent, LLMError when retries or the one repair call do not give a valid
+        answer.
         """
         model = self.model_for(stage)
         call = _Call(
             stage, prompt_version, model, input_hash(messages, schema, cache_key), namespace, subject_id
         )
-        cached = self._cached(call, schema)
+        cached = None if fresh else self._cached(call, schema)
         if cached is not None:
             with self._lock:
                 self.cache_hits += 1

@@ -17,7 +17,6 @@ ago is found.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,8 +25,8 @@ from sqlalchemy import Connection, text
 
 from models import vocabulary
 from models.common import MemoryKind
+from strataflow.config import Settings
 from strataflow.memory import store
-from strataflow.textsearch import TSQUERY_SQL, or_query_parts
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
 ITEM_COLUMNS = """
@@ -65,21 +64,10 @@ SELECT_LIST = text(
     limit :limit offset :offset
     """
 )
-SELECT_SEARCH = text(
+SELECT_BY_IDS = text(
     f"""
-    with q as (select {TSQUERY_SQL.format(en=":q_en", zh=":q_zh")} as tsq)
-    select {ITEM_COLUMNS},
-        coalesce(ts_rank(mi.fts, q.tsq), 0)
-            + case when mi.statement ilike :pattern escape '\\' or mi.key ilike :pattern escape '\\'
-                        or mi.name ilike :pattern escape '\\'
-                   then 0.1 else 0 end as score
-    from memory_items as mi cross join q
-    where {SCOPE_FILTER} and mi.kind <> 'hot_summary'
-        and (coalesce(mi.fts @@ q.tsq, false)
-             or mi.statement ilike :pattern escape '\\' or mi.key ilike :pattern escape '\\'
-             or mi.name ilike :pattern escape '\\')
-    order by score desc, mi.importance desc, mi.item_id
-    limit :k
+    select {ITEM_COLUMNS} from memory_items as mi
+    where mi.item_id = any(:ids) and {SCOPE_FILTER} and mi.kind <> 'hot_summary'
     """
 )
 SELECT_VERSIONS = text(
@@ -295,6 +283,7 @@ def list_memories(
 
 def search_memories(
     conn: Connection,
+    settings: Settings,
     namespace: str,
     query: str,
     subject_id: str | None = None,
@@ -303,18 +292,23 @@ def search_memories(
     kind: str | None = None,
     k: int = 10,
 ) -> list[MemoryHit]:
-    """Active items matching query (full-text in English and Chinese, plus substring), best first."""
-    q_en, q_zh = or_query_parts(query)
-    phrase = query.strip()
-    pattern = "%" + re.sub(r"([\\%_])", r"\\\1", phrase) + "%" if phrase else "\x00never"
-    params = _scope(namespace, subject_id, agent_id, kind and normalize_kind(kind), False)
-    params |= {"q_en": q_en, "q_zh": q_zh, "pattern": pattern, "k": k}
-    hits = []
-    for row in conn.execute(SELECT_SEARCH, params).mappings():
-        fields = dict(row)
-        score = float(fields.pop("score"))
-        hits.append(MemoryHit(score=round(score, 6), item=MemoryItem(**fields)))
-    return hits
+    """Active items best matching query, best first: the one retrieval ranking (strataflow.retrieval.search
+    over the items layer: full text in English and Chinese, names, descriptions, dense similarity), with
+    the agent's visibility applied inside the search."""
+    from strataflow.retrieval.search import search
+
+    if not query.strip():
+        return []
+    kind = kind and normalize_kind(kind)
+    found = search(
+        conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
+        k=k * 4 if kind else k, agent_id=agent_id,
+    )  # fmt: skip
+    scores = {int(hit.id): hit.score for hit in found}
+    params = _scope(namespace, subject_id, agent_id, kind, False) | {"ids": list(scores)}
+    items = {row["item_id"]: MemoryItem(**row) for row in conn.execute(SELECT_BY_IDS, params).mappings()}
+    ranked = [items[item_id] for item_id in scores if item_id in items][:k]
+    return [MemoryHit(score=round(scores[item.item_id], 6), item=item) for item in ranked]
 
 
 def memory_history(conn: Connection, namespace: str, item_id: int) -> list[MemoryVersion]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import inspect
 import re
 import unicodedata
 from typing import Any
@@ -267,20 +266,10 @@ def search_entries(
     kind = resolve_type(entry_type)[0] if entry_type else None
     if not query.strip():
         return []
-    from strataflow.retrieval import search as retrieval
-
-    if "agent_id" not in inspect.signature(retrieval.search).parameters:
-        hits = search_memories(conn, namespace, query, subject_id, agent_id=agent_id, kind=kind, k=limit)
-        return [_hit(hit.item, hit.score) for hit in hits]
-    found = retrieval.search(  # type: ignore[call-arg]
-        conn, settings, namespace, query, subject_id=subject_id, layers=("items",), k=limit * 4,
-        agent_id=agent_id,
+    hits = search_memories(
+        conn, settings, namespace, query, subject_id, agent_id=agent_id, kind=kind, k=limit
     )  # fmt: skip
-    scores = {hit.id: hit.score for hit in found}
-    rows = conn.execute(SELECT_ENTRIES, {"namespace": namespace, "ids": list(scores), "agent_id": agent_id})
-    items = {item.item_id: item for item in (MemoryItem(**row) for row in rows.mappings())}
-    ranked = [items[i] for i in scores if i in items and (kind is None or items[i].kind == kind)][:limit]
-    return [EntryHit(**_entry(item).model_dump(), score=round(scores[item.item_id], 6)) for item in ranked]
+    return [_hit(hit.item, hit.score) for hit in hits]
 
 
 def entry_history(

@@ -84,7 +84,8 @@ UPDATE_ITEM = text(
         source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
         run_id = :run_id, prompt_version = :prompt_version, model = :model,
         kind = :kind, key = :key, name = :name, description = :description, entry_type = :entry_type,
-        is_shared = coalesce(cast(:is_shared as boolean), false)
+        is_shared = coalesce(cast(:is_shared as boolean), false),
+        confirmed_model = null, confirmed_prompt_version = null, confirmed_run_id = null, confirmed_at = null
     where item_id = :item_id
     """
 )

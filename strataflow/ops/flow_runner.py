@@ -84,6 +84,22 @@ def task_runner(settings: Settings) -> Any | None:
     )
 
 
+def configured_task_runner() -> Any:
+    """The task runner the flows are declared with: a thread pool whose `duplicate` (what Prefect calls when
+    a flow run starts) returns the runner the settings of that moment ask for. So a deployment's flow run
+    honours STRATAFLOW_TASK_RUNNER and STRATAFLOW_DASK_ADDRESS from its work pool's environment, and
+    nothing is read when the flow module is imported."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    class SettingsTaskRunner(ThreadPoolTaskRunner):  # type: ignore[type-arg]
+        def duplicate(self) -> Any:
+            from strataflow.config import load_settings
+
+            return task_runner(load_settings()) or ThreadPoolTaskRunner()
+
+    return SettingsTaskRunner()
+
+
 def with_runner(flow: Any, settings: Settings) -> Any:
     """The flow with the task runner the settings ask for."""
     runner = task_runner(settings)

@@ -11,9 +11,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import Connection, text
+
+from models.params import Recompute, Shard
 
 SELECT_PENDING_SCOPES = text(
     """
@@ -30,7 +32,9 @@ SELECT_SCOPES_SINCE = text(
     """
     select namespace, subject_id, 0 as after_seq, max(ingest_seq) as upto_seq
     from conversation_messages
-    where event_at >= :since and (cast(:namespace as text) is null or namespace = cast(:namespace as text))
+    where event_at >= :since
+      and (cast(:until as timestamptz) is null or event_at < cast(:until as timestamptz))
+      and (cast(:namespace as text) is null or namespace = cast(:namespace as text))
     group by namespace, subject_id
     order by namespace, subject_id
     """
@@ -54,6 +58,7 @@ UPSERT_WATERMARK = text(
         updated_at = now()
     """
 )
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)  # a recompute window with no start
 TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:lock_key, 0))")
 UNLOCK = text("select pg_advisory_unlock(hashtextextended(:lock_key, 0))")
 
@@ -77,14 +82,30 @@ class ScopeMessage:
 
 
 def pending_scopes(
-    conn: Connection, stage: str, namespace: str | None = None, since: datetime | None = None
+    conn: Connection,
+    stage: str,
+    namespace: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[Scope]:
-    """Scopes with L1 rows past the stage's watermark, or (since given) rows with event time >= since."""
+    """Scopes with L1 rows past the stage's watermark, or (since given) rows with event time >= since (and
+    < until, when given)."""
     if since is not None:
-        rows = conn.execute(SELECT_SCOPES_SINCE, {"namespace": namespace, "since": since})
+        rows = conn.execute(SELECT_SCOPES_SINCE, {"namespace": namespace, "since": since, "until": until})
     else:
         rows = conn.execute(SELECT_PENDING_SCOPES, {"stage": stage, "namespace": namespace})
     return [Scope(*row) for row in rows]
+
+
+def stage_scopes(
+    conn: Connection, stage: str, namespace: str | None, shard: Shard, recompute: Recompute | None = None
+) -> list[Scope]:
+    """One shard's scopes with messages past the stage's watermark, or (recompute) in its window."""
+    if recompute is None:
+        scopes = pending_scopes(conn, stage, namespace)
+    else:
+        scopes = pending_scopes(conn, stage, namespace, recompute.since or EARLIEST, recompute.until)
+    return [scope for scope in scopes if shard.owns(scope.namespace, scope.subject_id)]
 
 
 def scope_messages(conn: Connection, scope: Scope, since: datetime | None = None) -> list[ScopeMessage]:

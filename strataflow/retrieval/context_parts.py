@@ -134,12 +134,6 @@ SELECT_REPORT_SIMILARITY = text(
     where report_id = any(:ids) and embedding is not null
     """
 )
-SELECT_VISIBLE_ITEMS = text(
-    """
-    select item_id from memory_items
-    where item_id = any(:ids) and (agent_id is null or agent_id = :agent_id or is_shared)
-    """
-)
 
 
 class ContextPiece(BaseModel):
@@ -179,17 +173,14 @@ def retrieval_hits(
     query_vec: np.ndarray | None,
 ) -> list[Any]:
     """strataflow.retrieval.search hits for the query (assets first for protocol questions); with an agent,
-    L2 items it may not see are left out."""
+    only the L2 items it may see (the search applies seed 003's rule)."""
     from strataflow.retrieval.search import search
 
     layers = PROTOCOL_LAYERS if intent == "protocol" else RETRIEVAL_LAYERS
     hits = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=layers, k=RETRIEVAL_K,
-        query_embedding=query_vec,
+        query_embedding=query_vec, agent_id=agent_id,
     )  # fmt: skip
-    if agent_id is not None:
-        visible = visible_item_ids(conn, [int(h.id) for h in hits if h.layer == "items"], agent_id)
-        hits = [h for h in hits if h.layer != "items" or int(h.id) in visible]
     return hits
 
 
@@ -280,13 +271,6 @@ def rank_reports(
         p.model_copy(update={"score": round(similarity[p.ids[0]], 4)}) for p in sorted(reports, key=order)
     ]
     return ranked, query_vec
-
-
-def visible_item_ids(conn: Connection, ids: list[int], agent_id: str) -> set[int]:
-    """Of these L2 item ids, the ones agent_id may see: no agent, its own, or shared (seed 003)."""
-    if not ids:
-        return set()
-    return {int(row[0]) for row in conn.execute(SELECT_VISIBLE_ITEMS, {"ids": ids, "agent_id": agent_id})}
 
 
 def report_limit(intent: str) -> int:

@@ -10,10 +10,21 @@ no embedding yet), its term frequencies for the query's lexemes and its document
   time, no gap above ``SESSION_GAP``). A short reply ("Yes, last Saturday!") is found through the turn
   that asked about it; the question's words rarely sit in one turn only;
 - the dense similarity smoothed the same way (its own plus ``DENSE_NEIGHBOUR`` of each adjacent turn);
-- a convex fusion of the two after min-max scaling: ``FTS_WEIGHT`` * bm25 + ``DENSE_WEIGHT`` * dense.
+- a convex fusion of the two after min-max scaling: ``FTS_WEIGHT`` * bm25 + ``DENSE_WEIGHT`` * dense;
+- added evidence (`evidence`), each argued from a kind of question, never from a particular one
+  (strataflow.retrieval.query_reading reads the query):
+  - the turn's speaker is the one person the query names: + ``SPEAKER_WEIGHT``;
+  - a *when* question and a turn that states a time: + ``TIME_WEIGHT``;
+  - the query names a period and the turn's event time is in it: + ``PERIOD_WEIGHT``;
+  - lineage: an L2 item or L3 report that matches the query lifts the turns it came from (`Candidate.lift`,
+    computed by strataflow.retrieval.layered);
+- for a question that asks for a set of things, a session spread: while the list is built, each turn already
+  taken from a session lowers that session's other turns by ``SESSION_SPREAD`` (`spread_sessions`).
+The total is scaled back to at most 1 when the evidence pushed it above.
 
 The constants were chosen on half of the LoCoMo dev questions and checked on the other half (figures in
-bench/locomo.py); they are general: no rule looks at a particular question or dataset.
+bench/locomo.py and docs/retrieval-quality.md); they are general: no rule looks at a particular question or
+dataset.
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from strataflow.retrieval.query_reading import QueryReading, has_time_expression
+
 K1 = 1.2
 B = 0.75
 WINDOW = 2  # neighbouring turns on each side that share a turn's full-text window
@@ -33,6 +46,10 @@ SESSION_GAP = timedelta(hours=1)  # adjacent turns further apart than this are d
 DENSE_NEIGHBOUR = 0.5  # share of each adjacent turn's similarity added to a turn's own
 FTS_WEIGHT = 0.6
 DENSE_WEIGHT = 0.4
+SPEAKER_WEIGHT = 0.3  # the turn's speaker is the person the query names
+TIME_WEIGHT = 0.1  # a when-question and a turn that states a time
+PERIOD_WEIGHT = 0.2  # the turn's event time is in the period the query names
+SESSION_SPREAD = 0.02  # a set question: each turn taken from a session lowers that session's other turns
 
 
 @dataclass
@@ -46,6 +63,9 @@ class Candidate:
     doc_len: int
     tf: dict[str, int]
     payload: dict[str, object] = field(default_factory=dict)
+    speaker: str | None = None
+    text: str = ""  # read for a time expression on when-questions
+    lift: float = 0.0  # lineage evidence from L2 items and L3 reports (strataflow.retrieval.layered)
     score: float = 0.0
     bm25: float = 0.0
     dense: float = 0.0
@@ -100,8 +120,44 @@ def scaled(values: np.ndarray) -> np.ndarray:
     return (values - low) / (high - low) if high - low > 1e-12 else np.zeros_like(values)
 
 
-def rank(rows: Sequence[Candidate], lexemes: Sequence[str], windowed: bool) -> list[Candidate]:
-    """Score every row (see the module docstring) and return them best first."""
+def evidence(rows: Sequence[Candidate], reading: QueryReading | None) -> np.ndarray:
+    """Per row, the evidence added to its fused score (see the module docstring)."""
+    extra = np.array([r.lift for r in rows], dtype=np.float64)
+    if reading is None:
+        return extra
+    if len(reading.speakers) == 1:
+        extra += SPEAKER_WEIGHT * np.array([r.speaker in reading.speakers for r in rows], dtype=np.float64)
+    if reading.asks_when:
+        extra += TIME_WEIGHT * np.array([has_time_expression(r.text) for r in rows], dtype=np.float64)
+    if reading.period is not None:
+        period = reading.period
+        extra += PERIOD_WEIGHT * np.array([period.contains(r.event_at) for r in rows], dtype=np.float64)
+    return extra
+
+
+def spread_sessions(scores: np.ndarray, session: np.ndarray, penalty: float, depth: int) -> list[int]:
+    """Row indexes best first, where each of the first `depth` picks lowers the rest of its session."""
+    scores = scores.copy()
+    taken = np.zeros(len(scores), dtype=bool)
+    order: list[int] = []
+    for _ in range(min(depth, len(scores))):
+        best = int(np.argmax(np.where(taken, -np.inf, scores)))
+        order.append(best)
+        taken[best] = True
+        scores[(session == session[best]) & ~taken] -= penalty
+    rest = sorted(np.flatnonzero(~taken), key=lambda i: -scores[i])
+    return order + [int(i) for i in rest]
+
+
+def rank(
+    rows: Sequence[Candidate],
+    lexemes: Sequence[str],
+    windowed: bool,
+    reading: QueryReading | None = None,
+    depth: int = 50,
+) -> list[Candidate]:
+    """Score every row (see the module docstring) and return them best first; `depth` bounds the session
+    spread of set questions (the caller's k)."""
     if not rows:
         return []
     if windowed:
@@ -127,6 +183,10 @@ def rank(rows: Sequence[Candidate], lexemes: Sequence[str], windowed: bool) -> l
     fused = FTS_WEIGHT * scaled(text_scores) + DENSE_WEIGHT * scaled(dense_scores)
     if len(ordered) == 1:  # nothing to scale against: keep the raw evidence
         fused = np.array([FTS_WEIGHT * float(text_scores[0] > 0) + DENSE_WEIGHT * max(float(sims[0]), 0.0)])
-    for row, score, text_score, dense_score in zip(ordered, fused, text_scores, dense_scores, strict=True):
+    raw = fused + evidence(ordered, reading)
+    total = raw / raw.max() if raw.max() > 1.0 else raw
+    for row, score, text_score, dense_score in zip(ordered, total, text_scores, dense_scores, strict=True):
         row.score, row.bm25, row.dense = float(score), float(text_score), float(dense_score)
+    if windowed and reading is not None and reading.asks_for_set:
+        return [ordered[i] for i in spread_sessions(raw, session, SESSION_SPREAD, depth)]
     return sorted(ordered, key=lambda r: (-r.score, r.id))

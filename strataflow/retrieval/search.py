@@ -1,28 +1,28 @@
-"""Hybrid retrieval over L1 messages, L2 items, L3 weekly reports and asset chunks.
+"""Hybrid, layered retrieval over L1 messages, L2 items, L3 weekly reports and asset chunks.
 
-One search = per layer, the rows in scope (namespace, subject, event-time range) with their cosine similarity
-to the query embedding (pgvector ``<=>``) and their term frequencies for the query's full-text lexemes (the
-``fts`` columns; English stemming plus jieba-segmented Chinese, OR query);
-`strataflow.retrieval.ranking` turns those into one fused score (windowed BM25 + dense, min-max, convex). Hits
-of all layers are returned best first.
+One search = per layer, the rows in scope (namespace, subject, event-time range, agent for items) with their
+cosine similarity to the query embedding (pgvector ``<=>``) and their term frequencies for the query's
+full-text lexemes (English stemming plus jieba-segmented Chinese, OR query; see layer_sql.py for the text of
+each layer); `strataflow.retrieval.ranking` turns those into one score per row: windowed BM25 + dense
+(min-max, convex), plus the evidence of what the query says (query_reading.py: a named speaker, a when
+question, a period, a set question) and, for L1 turns, the lineage of the L2 items and L3 reports that match
+(layered.py). Hits of all layers are returned best first. The same ranking serves `strataflow context`, the
+memory search and the service; the LoCoMo bench measures it (bench/locomo.py, docs/retrieval-quality.md).
 
 Filtered vector search and pgvector 0.6 (no iterative index scans): an HNSW scan returns its ef_search
 nearest rows and *then* applies the WHERE clause, so a narrow filter can leave fewer than k rows. So:
 
 - exact, when the scope holds at most ``EXACT_LIMIT`` rows (the usual case: one subject, one conversation):
   every row in scope is scored, found through the scope indexes; HNSW is not used at all;
-- approximate, for wider scopes: HNSW with ``hnsw.ef_search`` raised and an over-fetch of
-  ``OVERFETCH`` x k rows, united with the best full-text matches (GIN; rows with every query word first,
-  each pass ranking at most ``TEXT_POOL`` matches so a common word costs little); when the filtered HNSW
-  scan returns fewer rows than it asked for, the vector candidates come from an exact scan of the scope.
+- approximate, for wider scopes (a whole namespace): strataflow.retrieval.wide picks candidates (HNSW nearest
+  with an over-fetch, and the best full-text matches of the query's rarer words), adds the turns around each
+  candidate message so windows work as in exact mode, and the lineage of the best items; only those are
+  scored.
 
 Latency: the query is embedded on a worker thread (one torch thread) while the scope's rows are read; the
-similarities of those rows follow in a second round trip.
-
-Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and an image
-caption (``metadata.speaker``, ``metadata.blip_caption``: LoCoMo and chat exports carry them); an item's
-statement; a report's summary; a chunk's content. Asset chunks have no subject or event time: the subject
-and time filters do not apply to them (a namespace's documents are shared by its subjects).
+similarities of those rows follow in a second round trip. When the query names a speaker of the scope, the
+dense side uses the query without that name (query_reading.without_speakers), embedded once the speakers are
+known; a caller-supplied `query_embedding` is used as it is.
 """
 
 from __future__ import annotations
@@ -30,26 +30,26 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
-from functools import lru_cache
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection, text
-from sqlalchemy.sql.elements import TextClause
+from sqlalchemy import Connection
 
 from strataflow.config import Settings
+from strataflow.retrieval import layer_sql, wide
+from strataflow.retrieval.layer_sql import LAYERS, Scope
+from strataflow.retrieval.layered import lineage_lift
+from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers
 from strataflow.retrieval.ranking import Candidate, rank
-from strataflow.textsearch import TSQUERY_SQL, or_query_parts
+from strataflow.textsearch import or_query_parts
 
-LAYERS = ("messages", "items", "reports", "assets")
 EXACT_LIMIT = 3000  # scopes up to this many rows are scored exactly (no HNSW)
-OVERFETCH = 10  # approximate mode: vector and full-text candidates per layer = OVERFETCH * k (at least 100)
-TEXT_POOL = 2000  # approximate mode: full-text matches ranked per pass (bounds common words in wide scopes)
-MIN_EF_SEARCH = 100
-MAX_EF_SEARCH = 1000  # pgvector's upper bound
+LINEAGE_LAYERS = ("items", "reports")  # read for the lineage of L1 turns even when not asked for as hits
+
+__all__ = ["EXACT_LIMIT", "LAYERS", "Hit", "embed_query", "query_terms", "search"]
 
 
 class Hit(BaseModel):
@@ -62,180 +62,6 @@ class Hit(BaseModel):
     event_at: datetime | None = None
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="provenance: table, ids, scope, scores"
-    )
-
-
-# Per layer: the SQL fragments of one row. Identifiers only; every value is a bound parameter.
-_SPEAKER_DOC = (
-    "case when m.metadata ?| array['speaker', 'blip_caption'] then to_tsvector('english', "
-    "coalesce(m.metadata->>'speaker', '') || ' ' || coalesce(m.metadata->>'blip_caption', '')) "
-    "else ''::tsvector end"
-)
-_LAYER_SQL: dict[str, dict[str, str | None]] = {
-    "messages": {
-        "from": "conversation_messages m",
-        "id": "m.message_id",
-        "group": "m.conversation_id",
-        "time": "m.event_at",
-        "subject": "m.subject_id",
-        "text": "m.content",
-        "embedding": "m.embedding",
-        "fts": "m.fts",
-        "doc": f"coalesce(m.fts, ''::tsvector) || {_SPEAKER_DOC}",
-        "extra_filter": None,
-        "meta": "jsonb_build_object('table', 'conversation_messages', 'message_id', m.message_id, "
-        "'namespace', m.namespace, 'subject_id', m.subject_id, 'conversation_id', m.conversation_id, "
-        "'source', m.source, 'source_message_id', m.source_message_id, 'role', m.role, "
-        "'speaker', m.metadata->>'speaker', 'source_message_ids', jsonb_build_array(m.message_id))",
-    },
-    "items": {
-        "from": "memory_items i",
-        "id": "i.item_id",
-        "group": "''::text",
-        "time": "i.valid_from",
-        "subject": "i.subject_id",
-        "text": "coalesce(i.statement, i.key || ': ' || coalesce(i.value::text, ''))",
-        "embedding": "i.embedding",
-        "fts": "i.fts",
-        "doc": "coalesce(i.fts, ''::tsvector)",
-        "extra_filter": "i.status = 'active'",
-        "meta": "jsonb_build_object('table', 'memory_items', 'item_id', i.item_id, 'namespace', i.namespace, "
-        "'subject_id', i.subject_id, 'kind', i.kind, 'key', i.key, 'value', i.value, 'category', i.category, "
-        "'importance', i.importance, 'source', i.source, 'version', i.version, "
-        "'source_message_ids', to_jsonb(i.source_message_ids))",
-    },
-    "reports": {
-        "from": "weekly_reports r",
-        "id": "r.report_id",
-        "group": "''::text",
-        "time": "r.week_start::timestamptz",
-        "subject": "r.subject_id",
-        "text": "r.summary",
-        "embedding": "r.embedding",
-        "fts": "r.fts",
-        "doc": "coalesce(r.fts, ''::tsvector)",
-        "extra_filter": None,
-        "meta": "jsonb_build_object('table', 'weekly_reports', 'report_id', r.report_id, "
-        "'namespace', r.namespace, 'subject_id', r.subject_id, 'kind', 'weekly_report', "
-        "'week_start', r.week_start, 'week_end', r.week_end, "
-        "'source_message_ids', to_jsonb(r.source_message_ids))",
-    },
-    "assets": {
-        "from": "asset_chunks c join asset_documents d on d.document_id = c.document_id",
-        "id": "c.chunk_id",
-        "group": "c.document_id::text",
-        "time": "null::timestamptz",
-        "subject": None,
-        "text": "c.content",
-        "embedding": "c.embedding",
-        "fts": "c.fts",
-        "doc": "coalesce(c.fts, ''::tsvector)",
-        "extra_filter": None,
-        "meta": "jsonb_build_object('table', 'asset_chunks', 'chunk_id', c.chunk_id, "
-        "'namespace', c.namespace, "
-        "'document_id', c.document_id, 'chunk_index', c.chunk_index, 'uri', d.uri, 'title', d.title, "
-        "'kind', d.kind)",
-    },
-}
-_NAMESPACE_COLUMN = {
-    "messages": "m.namespace",
-    "items": "i.namespace",
-    "reports": "r.namespace",
-    "assets": "c.namespace",
-}
-_QUERY_CTE = (
-    "with ql as (select "
-    + TSQUERY_SQL.format(en="cast(:q_en as text)", zh="cast(:q_zh as text)")
-    + " as tsq, (to_tsquery('english', cast(:a_en as text)) && to_tsquery('simple', cast(:a_zh as text)))"
-    " as tsq_all, tsvector_to_array(to_tsvector('english', cast(:w_en as text)) "
-    "|| to_tsvector('simple', cast(:w_zh as text))) as lexemes)"
-)
-_SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
-SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
-
-
-def _filters(layer: str, subject: bool, since: bool, until: bool) -> str:
-    parts = [f"{_NAMESPACE_COLUMN[layer]} = :namespace"]
-    spec = _LAYER_SQL[layer]
-    if spec["extra_filter"]:
-        parts.append(str(spec["extra_filter"]))
-    if subject and spec["subject"]:
-        parts.append(f"{spec['subject']} = :subject_id")
-    if layer != "assets":
-        if since:
-            parts.append(f"{spec['time']} >= :since")
-        if until:
-            parts.append(f"{spec['time']} < :until")
-    return " and ".join(parts)
-
-
-def _rows_select(layer: str, subject: bool, since: bool, until: bool, by_ids: bool) -> str:
-    """Rows in scope (or, by_ids, the given ids, with their similarity to :qvec), their document length and
-    query-term frequencies."""
-    s = _LAYER_SQL[layer]
-    where = _filters(layer, subject, since, until) + (f" and {s['id']} = any(:ids)" if by_ids else "")
-    return f"""(select '{layer}'::text as layer, {s["id"]} as id, {s["group"]} as grp,
-             {s["time"]} as event_at, {s["text"]} as body,
-            {s["meta"]} as meta,
-            {_SIMILARITY.format(embedding=s["embedding"]) if by_ids else "null::float8"} as sim,
-            length(doc.v) as doc_len,
-            case when doc.v @@ ql.tsq then (
-                select jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))
-                from unnest(doc.v) u where u.lexeme = any(ql.lexemes)) end as tf
-        from {s["from"]} cross join ql cross join lateral (select {s["doc"]} as v) doc
-        where {where}
-        limit :cap)"""
-
-
-@lru_cache(maxsize=128)
-def _score_sql(layer: str, subject: bool, since: bool, until: bool, by_ids: bool) -> TextClause:
-    """One layer's rows (see _rows_select)."""
-    return text(f"{_QUERY_CTE} {_rows_select(layer, subject, since, until, by_ids)}")
-
-
-@lru_cache(maxsize=128)
-def _similarities_sql(layers: tuple[str, ...]) -> TextClause:
-    """Similarity to :qvec of the given rows of each layer (bound as :ids_<layer>), in one round trip."""
-    selects = " union all ".join(
-        f"(select '{layer}'::text as layer, {s['id']} as id, "
-        f"{_SIMILARITY.format(embedding=s['embedding'])} as sim "
-        f"from {s['from']} where {s['id']} = any(:ids_{layer}) and {_NAMESPACE_COLUMN[layer]} = :namespace)"
-        for layer in layers
-        for s in (_LAYER_SQL[layer],)
-    )
-    return text(selects)
-
-
-@lru_cache(maxsize=128)
-def _scopes_sql(layers: tuple[str, ...], subject: bool, since: bool, until: bool) -> TextClause:
-    """Every layer's rows in scope in one round trip, at most :cap per layer."""
-    selects = " union all ".join(_rows_select(layer, subject, since, until, False) for layer in layers)
-    return text(f"{_QUERY_CTE} {selects}")
-
-
-@lru_cache(maxsize=128)
-def _vector_ids_sql(layer: str, subject: bool, since: bool, until: bool, exact: bool) -> TextClause:
-    """The nearest rows in scope: through HNSW, or (exact) by sorting the scope, which HNSW cannot serve."""
-    s = _LAYER_SQL[layer]
-    distance = f"{s['embedding']} <=> :qvec"
-    order = f"({distance}) + 0" if exact else distance  # an expression the HNSW index cannot match
-    return text(
-        f"select {s['id']} as id from {s['from']} where {_filters(layer, subject, since, until)} "
-        f"and {s['embedding']} is not null order by {order} limit :n"
-    )
-
-
-@lru_cache(maxsize=128)
-def _text_ids_sql(layer: str, subject: bool, since: bool, until: bool, every_word: bool) -> TextClause:
-    """Good full-text matches in scope: at most :pool matches (GIN on fts) of the OR query, or of the AND
-    query with every_word, ranked by ts_rank_cd. The pool bounds the cost of common words in a wide scope."""
-    s = _LAYER_SQL[layer]
-    match = "ql.tsq_all" if every_word else "ql.tsq"
-    return text(
-        f"{_QUERY_CTE} select m.id from (select {s['id']} as id, {s['fts']} as v "
-        f"from {s['from']} cross join ql where {_filters(layer, subject, since, until)} "
-        f"and {s['fts']} @@ {match} limit :pool) m cross join ql "
-        f"order by ts_rank_cd(m.v, {match}) desc limit :n"
     )
 
 
@@ -264,11 +90,18 @@ def search(
     until: datetime | None = None,
     query_embedding: np.ndarray | None = None,
     exact_limit: int = EXACT_LIMIT,
+    *,
+    agent_id: str | None = None,
+    lineage: bool = True,
+    now: datetime | None = None,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
     `query_embedding` skips encoding the query (callers that already have it); `exact_limit` is the largest
     scope scored exactly (see the module docstring; tests lower it to exercise the approximate path).
+    `agent_id` restricts items to those without an agent, the agent's own and shared ones (other layers are
+    unaffected); `lineage` (default on) lets matching items and reports lift the turns they came from when
+    messages are searched; `now` anchors relative times in the query ("last week"), default the clock.
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
@@ -277,34 +110,90 @@ def search(
         return []
     # The query's embedding is computed while the scope's rows are read (both wait on something else).
     pending = None if query_embedding is not None else _background().submit(embed_query, settings, query)
+    wanted = tuple(dict.fromkeys(layers))
+    extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
+    read = tuple(dict.fromkeys(wanted + extra))
+    scope = Scope(subject_id is not None, since is not None, until is not None, agent_id is not None)
     params: dict[str, Any] = {
         "namespace": namespace,
         "subject_id": subject_id,
         "since": since,
         "until": until,
+        "agent_id": agent_id,
         **query_terms(query),
     }
-    flags = (subject_id is not None, since is not None, until is not None)
-    layers = tuple(dict.fromkeys(layers))
-    rows = conn.execute(_scopes_sql(layers, *flags), {**params, "cap": exact_limit + 1}).all()
-    params["qvec"] = np.asarray(pending.result() if pending else query_embedding, dtype=np.float32)
-    by_layer = {layer: [r for r in rows if r.layer == layer] for layer in layers}
-    exact = {layer: len(by_layer[layer]) <= exact_limit for layer in layers}
-    similarity = _similarities(conn, [layer for layer in layers if exact[layer]], by_layer, params)
+    by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
+    approximate = [layer for layer in read if not exact[layer]]
+    # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
+    text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
+    reading = _reading(query, settings, by_layer, now)
+    params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
+    similarity = _similarities(conn, [layer for layer in read if exact[layer]], by_layer, params)
+    if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
+        found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
+        for layer, rows in found.items():
+            by_layer[layer] = rows
+            similarity.update({(layer, int(r.id)): r.sim for r in rows})
+        reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
+    ranked = {
+        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
+        for layer in read
+        if layer != "messages"
+    }
     hits: list[Hit] = []
-    for layer in layers:
-        layer_rows = by_layer[layer]
-        if not exact[layer]:  # a wide scope: score HNSW and full-text candidates instead
-            ids = _candidate_ids(conn, layer, params, flags, k)
-            layer_rows = conn.execute(
-                _score_sql(layer, *flags, True), {**params, "ids": ids, "cap": len(ids)}
-            ).all()
-            similarity.update({(layer, int(r.id)): r.sim for r in layer_rows})
-        # Windows need a turn's neighbours, which only an exact scope is sure to hold.
-        windowed = exact[layer] and layer == "messages"
-        hits.extend(_ranked_hits(layer, layer_rows, similarity, k, windowed=windowed, exact=exact[layer]))
+    for layer in wanted:
+        if layer == "messages":
+            lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
+            ranked[layer] = _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, lift)
+        hits.extend(_as_hits(layer, ranked[layer][:k], exact[layer]))
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
     return hits[:k]
+
+
+def _scope_rows(
+    conn: Connection, layers: tuple[str, ...], scope: Scope, params: dict[str, Any], exact_limit: int
+) -> tuple[dict[str, list[Any]], dict[str, bool]]:
+    """Rows of the layers whose scope is small enough to score exactly, and which layers are exact.
+
+    Without a subject the scope is usually a whole namespace: a cheap probe (strataflow.retrieval.wide)
+    says which layers are too wide before any row is read; the others are read, at most exact_limit + 1
+    rows each, and a layer that overflows goes the approximate way too."""
+    too_wide = set() if scope.subject else wide.wide_layers(conn, layers, scope, params, exact_limit)
+    candidates = tuple(layer for layer in layers if layer not in too_wide)
+    by_layer: dict[str, list[Any]] = {layer: [] for layer in layers}
+    if candidates:
+        sql = layer_sql.scopes_sql(candidates, scope)
+        for row in conn.execute(sql, {**params, "cap": exact_limit + 1}):
+            by_layer[row.layer].append(row)
+    exact = {layer: layer in candidates and len(by_layer[layer]) <= exact_limit for layer in layers}
+    return by_layer, exact
+
+
+def _reading(
+    query: str, settings: Settings, by_layer: dict[str, list[Any]], now: datetime | None
+) -> QueryReading:
+    """What the query says, among the speakers of the messages read so far."""
+    speakers = {str(r.meta["speaker"]) for r in by_layer.get("messages", []) if (r.meta or {}).get("speaker")}
+    return read_query(query, speakers, settings.tz, now or datetime.now(UTC))
+
+
+def _query_vector(
+    settings: Settings,
+    query: str,
+    reading: QueryReading,
+    pending: Future[np.ndarray] | None,
+    given: np.ndarray | None,
+) -> np.ndarray:
+    """The query's embedding; without the names of the speakers it names when the search embeds it."""
+    if given is not None:
+        return np.asarray(given, dtype=np.float32)
+    assert pending is not None
+    if reading.speakers:
+        stripped = without_speakers(query, reading.speakers)
+        if stripped != query:
+            pending.cancel()
+            return np.asarray(embed_query(settings, stripped), dtype=np.float32)
+    return np.asarray(pending.result(), dtype=np.float32)
 
 
 def _similarities(
@@ -315,7 +204,7 @@ def _similarities(
     if not layers:
         return {}
     ids = {f"ids_{layer}": [int(r.id) for r in by_layer[layer]] for layer in layers}
-    found = conn.execute(_similarities_sql(tuple(layers)), {**params, **ids}).all()
+    found = conn.execute(layer_sql.similarities_sql(tuple(layers)), {**params, **ids}).all()
     return {(r.layer, int(r.id)): r.sim for r in found}
 
 
@@ -355,52 +244,53 @@ def embed_query(settings: Settings, query: str) -> np.ndarray:
 _TORCH_THREADS_LOCK = threading.Lock()
 
 
-def _ranked_hits(
+def _rank_layer(
     layer: str,
     rows: Sequence[Any],
     similarity: dict[tuple[str, int], float | None],
+    reading: QueryReading,
     k: int,
-    windowed: bool,
-    exact: bool,
-) -> list[Hit]:
-    """The k best rows of one layer as hits (scores from strataflow.retrieval.ranking)."""
-    candidates = [
-        Candidate(
-            id=int(r.id),
-            group=str(r.grp),
-            event_at=r.event_at,
-            similarity=_float_or_none(similarity.get((layer, int(r.id)))),
-            doc_len=int(r.doc_len or 0),
-            tf=r.tf or {},
-            payload={"text": r.body, "meta": r.meta},
+    lift: dict[int, float],
+) -> list[Candidate]:
+    """One layer's rows as candidates, ranked (strataflow.retrieval.ranking); messages are windowed."""
+    candidates = []
+    for r in rows:
+        meta = r.meta or {}
+        value = similarity.get((layer, int(r.id)))
+        candidates.append(
+            Candidate(
+                id=int(r.id),
+                group=str(r.grp),
+                event_at=r.event_at,
+                similarity=None if value is None else float(value),
+                doc_len=int(r.doc_len or 0),
+                tf=r.tf or {},
+                payload={"meta": meta},
+                speaker=meta.get("speaker"),
+                text=str(r.body or ""),
+                lift=lift.get(int(r.id), 0.0),
+            )
         )
-        for r in rows
-    ]
     lexemes = sorted({lexeme for c in candidates for lexeme in c.tf})  # a lexeme no row has scores 0 anyway
+    ranked = rank(candidates, lexemes, windowed=layer == "messages", reading=reading, depth=k)
+    # A row the query reaches by no measure (no word in it or its window, no embedding yet, no lineage) is
+    # not a hit, however few rows the scope has.
+    return [c for c in ranked if c.bm25 > 0 or c.similarity is not None or c.lift > 0]
+
+
+def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool) -> list[Hit]:
+    """Hits in the layer's ranked order. A session spread can put a turn after one that scores lower: its
+    score is then lowered to its predecessor's (the row's own is kept as metadata.row_score), so scores
+    never rise down the list and layers merge by score without reordering a layer."""
     hits = []
-    for c in rank(candidates, lexemes, windowed)[:k]:
-        meta = dict(c.payload["meta"] or {})  # type: ignore[call-overload]
+    ceiling = float("inf")
+    for c in ranked:
+        meta = dict(c.payload.get("meta") or {})  # type: ignore[call-overload]
         meta.update(layer=layer, bm25=round(c.bm25, 4), dense=round(c.dense, 4), exact=exact)
-        text_ = str(c.payload["text"] or "")
-        hits.append(Hit(layer=layer, id=c.id, text=text_, score=c.score, event_at=c.event_at, metadata=meta))
+        if c.lift:
+            meta["lineage_lift"] = round(c.lift, 4)
+        if c.score > ceiling:
+            meta["row_score"] = round(c.score, 4)
+        ceiling = min(ceiling, c.score)
+        hits.append(Hit(layer=layer, id=c.id, text=c.text, score=ceiling, event_at=c.event_at, metadata=meta))
     return hits
-
-
-def _float_or_none(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def _candidate_ids(
-    conn: Connection, layer: str, params: dict[str, Any], flags: tuple[bool, bool, bool], k: int
-) -> list[int]:
-    """Approximate mode: HNSW nearest (exact scan when the filter starved it) united with full-text best."""
-    n = max(OVERFETCH * k, 100)
-    conn.execute(SET_EF_SEARCH, {"ef": str(min(max(n, MIN_EF_SEARCH), MAX_EF_SEARCH))})
-    vector_ids = [r.id for r in conn.execute(_vector_ids_sql(layer, *flags, False), {**params, "n": n})]
-    if len(vector_ids) < n:
-        vector_ids = [r.id for r in conn.execute(_vector_ids_sql(layer, *flags, True), {**params, "n": n})]
-    text_ids = []
-    for every_word in (True, False):  # rows with all the words first, then the best of a sample of any word
-        sql = _text_ids_sql(layer, *flags, every_word)
-        text_ids += [r.id for r in conn.execute(sql, {**params, "n": n, "pool": TEXT_POOL})]
-    return list(dict.fromkeys([*vector_ids, *text_ids]))

@@ -98,20 +98,22 @@ def test_list_and_get_respect_namespace_subject_and_agent_scope(conn: Connection
     assert get_memory(conn, namespace, "u2", kind="fact", key="age").value == 41  # type: ignore[union-attr]
 
 
-def test_chinese_queries_find_chinese_memories(conn: Connection, namespace: str) -> None:
+def test_chinese_queries_find_chinese_memories(conn: Connection, settings: Settings, namespace: str) -> None:
     save_memory(conn, namespace, "u1", "fact", "company", "阿里巴巴", "我在杭州的阿里巴巴做软件工程师")
     save_memory(conn, namespace, "u1", "fact", "university", "浙江大学", "我是浙江大学计算机专业毕业的")
     save_memory(
         conn, namespace, "u1", "preference", "meeting_style", "short", "I prefer short written summaries"
     )
 
-    hits = search_memories(conn, namespace, "你在哪个公司工作？阿里巴巴", "u1")
+    hits = search_memories(conn, settings, namespace, "你在哪个公司工作？阿里巴巴", "u1")
     assert hits and hits[0].item.key == "company"
-    assert [h.item.key for h in search_memories(conn, namespace, "浙江大学", "u1")][:1] == ["university"]
-    assert [h.item.key for h in search_memories(conn, namespace, "summaries preferred", "u1")] == [
+    assert [h.item.key for h in search_memories(conn, settings, namespace, "浙江大学", "u1")][:1] == [
+        "university"
+    ]
+    assert [h.item.key for h in search_memories(conn, settings, namespace, "summaries preferred", "u1")] == [
         "meeting_style"
     ]
-    assert search_memories(conn, namespace, "阿里巴巴", "someone-else") == []
+    assert search_memories(conn, settings, namespace, "阿里巴巴", "someone-else") == []
 
 
 def test_manual_edit_survives_a_later_extracted_value(conn: Connection, namespace: str) -> None:

@@ -98,16 +98,23 @@ def test_one_call_per_scope_batch_and_a_rerun_makes_no_call(
         "bob.city": ("Oslo", "extracted", 1),
     }
     assert all(v[4] == PROMPT_VERSION for v in stored.values())
-    # the assistant turn is not sent; both user turns of ann travel in one request
-    assert sum('"role":"assistant"' in json.dumps(r) for r in llm_server.requests) == 0
+    # both user turns of ann travel in one request, the assistant turn between them as context only
+    ann = next(prompt for prompt in llm_server.prompts() if "Berlin" in prompt)
+    lines = parse_json_lines(parse_blocks(ann)["messages"])
+    assert [(line["role"], line.get("context")) for line in lines] == [
+        ("user", None),
+        ("assistant", True),
+        ("user", None),
+    ]
 
     again = extract_new(settings, namespace=namespace, progress=False)
     assert (again.scopes, again.llm_calls) == (0, 0) and calls(engine, namespace) == 2
-    # forced re-extraction of the same batches is answered by the LLM cache: no request, no ledger row
-    forced = extract_new(
+    # re-extracting with the model and prompt version that produced the items: both scopes are current,
+    # nothing is sent and nothing written
+    repeated = extract_new(
         settings, namespace=namespace, reprocess_since=datetime(2026, 1, 1, tzinfo=UTC), progress=False
     )
-    assert (forced.scopes, forced.llm_calls, forced.cache_hits, forced.items_unchanged) == (2, 0, 2, 3)
+    assert (repeated.scopes, repeated.scopes_current, repeated.llm_calls, repeated.cache_hits) == (0, 2, 0, 0)
     assert calls(engine, namespace) == 2 and len(llm_server.requests) == 2
 
 

@@ -64,7 +64,7 @@ def agent(engine: Engine, scopes: dict[str, str]) -> str:
 
 
 def test_the_memory_api_under_an_agent_role_returns_only_its_namespace(
-    engine: Engine, scopes: dict[str, str], agent: str
+    engine: Engine, settings: Settings, scopes: dict[str, str], agent: str
 ) -> None:
     alpha, beta = scopes["alpha"], scopes["beta"]
     with engine.connect() as conn, conn.begin():
@@ -73,8 +73,10 @@ def test_the_memory_api_under_an_agent_role_returns_only_its_namespace(
         assert [i.value for i in memory_api.list_memories(conn, alpha, SUBJECT)] == ["Lisbon"]
         assert memory_api.list_memories(conn, beta, SUBJECT) == []  # asking for beta by name gives nothing
         assert memory_api.get_memory(conn, beta, SUBJECT, kind="fact", key="city") is None
-        assert memory_api.search_memories(conn, beta, "Reykjavik") == []
-        assert [h.item.namespace for h in memory_api.search_memories(conn, alpha, "Lisbon")] == [alpha]
+        assert memory_api.search_memories(conn, settings, beta, "Reykjavik") == []
+        assert [h.item.namespace for h in memory_api.search_memories(conn, settings, alpha, "Lisbon")] == [
+            alpha
+        ]
         with pytest.raises(memory_api.MemoryNotFound):
             memory_api.update_memory(conn, beta, SUBJECT, kind="fact", key="city", value="planted")
 

@@ -1,4 +1,4 @@
-"""The pure ranking functions behind hybrid retrieval: windows, BM25, scaling and fusion."""
+"""The pure ranking functions behind hybrid retrieval: windows, BM25, scaling, fusion, evidence, spread."""
 
 from __future__ import annotations
 
@@ -7,7 +7,20 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from strataflow.retrieval.ranking import Candidate, bm25, neighbour_order, rank, scaled, window_sum
+from strataflow.retrieval.query_reading import Period, QueryReading
+from strataflow.retrieval.ranking import (
+    PERIOD_WEIGHT,
+    SPEAKER_WEIGHT,
+    TIME_WEIGHT,
+    Candidate,
+    bm25,
+    evidence,
+    neighbour_order,
+    rank,
+    scaled,
+    spread_sessions,
+    window_sum,
+)
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 
@@ -80,3 +93,30 @@ def test_rank_handles_rows_without_embeddings_and_a_single_row():
     ] == [1, 2]
     single = rank([turn(5, {"x": 2}, sim=0.5)], ["x"], windowed=True)
     assert single[0].score == pytest.approx(0.6 + 0.4 * 0.5)
+
+
+def test_a_set_question_spreads_the_top_over_sessions_and_other_questions_do_not():
+    # session 0 holds three strong turns, session 1 one slightly weaker: a set question takes session 1's
+    # turn second, any other question keeps the plain order
+    scores = np.array([1.0, 0.99, 0.98, 0.985])
+    session = np.array([0, 0, 0, 1])
+    assert spread_sessions(scores, session, penalty=0.02, depth=4) == [0, 3, 1, 2]
+    assert spread_sessions(scores, session, penalty=0.0, depth=4) == [0, 1, 3, 2]
+
+
+def test_evidence_adds_the_speaker_time_period_and_lineage_of_each_row():
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    reading = QueryReading(
+        speakers=frozenset({"Nora"}),
+        asks_when=True,
+        period=Period(at - timedelta(days=1), at + timedelta(days=1)),
+    )
+    rows = [
+        Candidate(1, "c", at, 0.5, 5, {}, speaker="Nora", text="went yesterday", lift=0.05),
+        Candidate(2, "c", at - timedelta(days=9), 0.5, 5, {}, speaker="Ben", text="sounds great"),
+    ]
+    assert evidence(rows, reading).tolist() == pytest.approx(
+        [SPEAKER_WEIGHT + TIME_WEIGHT + PERIOD_WEIGHT + 0.05, 0.0]
+    )
+    both = QueryReading(speakers=frozenset({"Nora", "Ben"}))  # two named people: no speaker evidence
+    assert evidence(rows, both).tolist() == [0.05, 0.0]

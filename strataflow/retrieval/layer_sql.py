@@ -1,0 +1,213 @@
+"""The SQL of one search, per layer (messages, items, reports, assets): the fragments of one row and the
+statements built from them. Identifiers only in the fragments; every value is a bound parameter.
+
+A statement depends on the layer and on which filters are set, given as `Scope` flags (subject, since,
+until, agent): the builders are cached per combination.
+
+Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and an image
+caption (``metadata.speaker``, ``metadata.blip_caption``: LoCoMo and chat exports carry them); an item's
+``fts`` (key, statement, value; the statement and key when a row was written without one) plus its seed
+003 name and description; a report's summary and key events;
+a chunk's content. Asset chunks have no subject or event time: the subject and time filters do not apply to
+them (a namespace's documents are shared by its subjects). The agent filter applies to items only: an agent
+sees items without an agent, its own, and those shared (``is_shared``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.sql.elements import TextClause
+
+from strataflow.textsearch import TSQUERY_SQL
+
+LAYERS = ("messages", "items", "reports", "assets")
+
+
+class Scope(NamedTuple):
+    """Which filters a search sets (the values are bound parameters)."""
+
+    subject: bool = False
+    since: bool = False
+    until: bool = False
+    agent: bool = False
+
+
+_SPEAKER_DOC = (
+    "case when m.metadata ?| array['speaker', 'blip_caption'] then to_tsvector('english', "
+    "coalesce(m.metadata->>'speaker', '') || ' ' || coalesce(m.metadata->>'blip_caption', '')) "
+    "else ''::tsvector end"
+)
+_ENTRY_DOC = (
+    "case when i.name is not null or i.description is not null then to_tsvector('english', "
+    "coalesce(i.name, '') || ' ' || coalesce(i.description, '')) || to_tsvector('simple', "
+    "coalesce(i.name, '') || ' ' || coalesce(i.description, '')) else ''::tsvector end"
+)
+# A report's messages: the ids of its key events (the summary may also cite ids as "[msg N]", see layered.py).
+_REPORT_EVENT_IDS = (
+    "(select coalesce(jsonb_agg(distinct x), '[]'::jsonb) from jsonb_array_elements(r.key_events) e "
+    "cross join lateral jsonb_array_elements(case when jsonb_typeof(e->'message_ids') = 'array' "
+    "then e->'message_ids' else '[]'::jsonb end) x)"
+)
+LAYER_SQL: dict[str, dict[str, str | None]] = {
+    "messages": {
+        "from": "conversation_messages m",
+        "id": "m.message_id",
+        "group": "m.conversation_id",
+        "time": "m.event_at",
+        "subject": "m.subject_id",
+        "text": "m.content",
+        "embedding": "m.embedding",
+        "fts": "m.fts",
+        "doc": f"coalesce(m.fts, ''::tsvector) || {_SPEAKER_DOC}",
+        "extra_filter": None,
+        "meta": "jsonb_build_object('table', 'conversation_messages', 'message_id', m.message_id, "
+        "'namespace', m.namespace, 'subject_id', m.subject_id, 'conversation_id', m.conversation_id, "
+        "'source', m.source, 'source_message_id', m.source_message_id, 'role', m.role, "
+        "'speaker', m.metadata->>'speaker', 'source_message_ids', jsonb_build_array(m.message_id))",
+    },
+    "items": {
+        "from": "memory_items i",
+        "id": "i.item_id",
+        "group": "''::text",
+        "time": "i.valid_from",
+        "subject": "i.subject_id",
+        "text": "coalesce(i.statement, i.key || ': ' || coalesce(i.value::text, ''))",
+        "embedding": "i.embedding",
+        "fts": "i.fts",
+        "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
+        f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
+        "extra_filter": "i.status = 'active'",
+        "meta": "jsonb_build_object('table', 'memory_items', 'item_id', i.item_id, 'namespace', i.namespace, "
+        "'subject_id', i.subject_id, 'kind', i.kind, 'key', i.key, 'value', i.value, 'category', i.category, "
+        "'importance', i.importance, 'source', i.source, 'version', i.version, 'name', i.name, "
+        "'description', i.description, 'entry_type', i.entry_type, 'agent_id', i.agent_id, "
+        "'is_shared', i.is_shared, 'source_message_ids', to_jsonb(i.source_message_ids))",
+    },
+    "reports": {
+        "from": "weekly_reports r",
+        "id": "r.report_id",
+        "group": "''::text",
+        "time": "r.week_start::timestamptz",
+        "subject": "r.subject_id",
+        "text": "r.summary",
+        "embedding": "r.embedding",
+        "fts": "r.fts",
+        "doc": "coalesce(r.fts, ''::tsvector)",
+        "extra_filter": None,
+        "meta": "jsonb_build_object('table', 'weekly_reports', 'report_id', r.report_id, "
+        "'namespace', r.namespace, 'subject_id', r.subject_id, 'kind', 'weekly_report', "
+        "'week_start', r.week_start, 'week_end', r.week_end, "
+        f"'event_message_ids', {_REPORT_EVENT_IDS}, "
+        "'source_message_ids', to_jsonb(r.source_message_ids))",
+    },
+    "assets": {
+        "from": "asset_chunks c join asset_documents d on d.document_id = c.document_id",
+        "id": "c.chunk_id",
+        "group": "c.document_id::text",
+        "time": "null::timestamptz",
+        "subject": None,
+        "text": "c.content",
+        "embedding": "c.embedding",
+        "fts": "c.fts",
+        "doc": "coalesce(c.fts, ''::tsvector)",
+        "extra_filter": None,
+        "meta": "jsonb_build_object('table', 'asset_chunks', 'chunk_id', c.chunk_id, "
+        "'namespace', c.namespace, "
+        "'document_id', c.document_id, 'chunk_index', c.chunk_index, 'uri', d.uri, 'title', d.title, "
+        "'kind', d.kind)",
+    },
+}
+NAMESPACE_COLUMN = {
+    "messages": "m.namespace",
+    "items": "i.namespace",
+    "reports": "r.namespace",
+    "assets": "c.namespace",
+}
+QUERY_CTE = (
+    "with ql as (select "
+    + TSQUERY_SQL.format(en="cast(:q_en as text)", zh="cast(:q_zh as text)")
+    + " as tsq, (to_tsquery('english', cast(:a_en as text)) && to_tsquery('simple', cast(:a_zh as text)))"
+    " as tsq_all, tsvector_to_array(to_tsvector('english', cast(:w_en as text)) "
+    "|| to_tsvector('simple', cast(:w_zh as text))) as lexemes)"
+)
+_SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
+SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
+AGENT_FILTER = "(i.agent_id is null or i.agent_id = :agent_id or i.is_shared)"
+
+
+def filters(layer: str, scope: Scope) -> str:
+    """The WHERE clause of a layer's rows in scope."""
+    spec = LAYER_SQL[layer]
+    parts = [f"{NAMESPACE_COLUMN[layer]} = :namespace"]
+    if spec["extra_filter"]:
+        parts.append(str(spec["extra_filter"]))
+    if scope.subject and spec["subject"]:
+        parts.append(f"{spec['subject']} = :subject_id")
+    if layer != "assets":
+        if scope.since:
+            parts.append(f"{spec['time']} >= :since")
+        if scope.until:
+            parts.append(f"{spec['time']} < :until")
+    if scope.agent and layer == "items":
+        parts.append(AGENT_FILTER)
+    return " and ".join(parts)
+
+
+def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap") -> str:
+    """Rows in scope (or, by_ids, the given ids, with their similarity to :qvec), their document length and
+    query-term frequencies."""
+    s = LAYER_SQL[layer]
+    where = filters(layer, scope) + (f" and {s['id']} = any(:ids_{layer})" if by_ids else "")
+    return f"""(select '{layer}'::text as layer, {s["id"]} as id, {s["group"]} as grp,
+             {s["time"]} as event_at, {s["text"]} as body,
+            {s["meta"]} as meta,
+            {_SIMILARITY.format(embedding=s["embedding"]) if by_ids else "null::float8"} as sim,
+            length(doc.v) as doc_len,
+            case when doc.v @@ ql.tsq then (
+                select jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))
+                from unnest(doc.v) u where u.lexeme = any(ql.lexemes)) end as tf
+        from {s["from"]} cross join ql cross join lateral (select {s["doc"]} as v) doc
+        where {where}
+        limit {cap})"""
+
+
+@lru_cache(maxsize=256)
+def scored_rows_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
+    """The given rows of each layer (bound as :ids_<layer>) with similarity, length and term frequencies."""
+    selects = " union all ".join(rows_select(layer, scope, True, cap="all") for layer in layers)
+    return text(f"{QUERY_CTE} {selects}")
+
+
+@lru_cache(maxsize=256)
+def similarities_sql(layers: tuple[str, ...]) -> TextClause:
+    """Similarity to :qvec of the given rows of each layer (bound as :ids_<layer>), in one round trip."""
+    selects = " union all ".join(
+        f"(select '{layer}'::text as layer, {s['id']} as id, "
+        f"{_SIMILARITY.format(embedding=s['embedding'])} as sim "
+        f"from {s['from']} where {s['id']} = any(:ids_{layer}) and {NAMESPACE_COLUMN[layer]} = :namespace)"
+        for layer in layers
+        for s in (LAYER_SQL[layer],)
+    )
+    return text(selects)
+
+
+@lru_cache(maxsize=256)
+def scopes_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
+    """Every layer's rows in scope in one round trip, at most :cap per layer."""
+    selects = " union all ".join(rows_select(layer, scope, False) for layer in layers)
+    return text(f"{QUERY_CTE} {selects}")
+
+
+@lru_cache(maxsize=256)
+def vector_ids_sql(layer: str, scope: Scope, exact: bool) -> TextClause:
+    """The nearest rows in scope: through HNSW, or (exact) by sorting the scope, which HNSW cannot serve."""
+    s = LAYER_SQL[layer]
+    distance = f"{s['embedding']} <=> :qvec"
+    order = f"({distance}) + 0" if exact else distance  # an expression the HNSW index cannot match
+    return text(
+        f"select {s['id']} as id from {s['from']} where {filters(layer, scope)} "
+        f"and {s['embedding']} is not null order by {order} limit :n"
+    )

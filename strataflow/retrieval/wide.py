@@ -1,0 +1,244 @@
+"""Candidates for a wide scope (more rows than strataflow.retrieval.search scores exactly, e.g. a whole
+namespace without a subject): the rows worth scoring, found through the indexes, then scored like an exact
+scope's rows. Target: p95 <= 100 ms over 1M L1 rows and 10,000 subjects, query embedding included
+(bench/context.py, `wide_*_ms`).
+
+Per layer:
+- full text (`text_candidates`, run while the query is being embedded): the rows that hold one of the query's
+  *rare* lexemes (estimated share of rows below ``RARE_SHARE``, from the planner's statistics of the `fts`
+  column: `most_common_elems`, kept ``STATS_TTL_S`` seconds), at most ``TEXT_POOL`` GIN matches ranked by
+  ts_rank_cd against the whole query. A word in every tenth row cannot single out a row among a million, and
+  its posting list is what makes a full-text pass slow; BM25 still counts it on the scored candidates;
+- dense: the HNSW nearest rows in scope, ``OVERFETCH`` x k (at least ``MIN_CANDIDATES``). L1 is
+  partitioned by week and each partition's index returns ``hnsw.ef_search`` rows, so ef_search is twice the
+  rows wanted shared out over the partitions (at 5 partitions: 20, about a third of the time of 50); when
+  that leaves too few rows, HNSW again with ef_search = the rows wanted, then, when the filter starves the
+  scan (pgvector 0.6 filters after the scan), an exact scan of the scope;
+- messages: the turns around the best ``WINDOW_SEEDS`` candidates of each source (``NEIGHBOURS`` on each
+  side, same conversation, within ``NEIGHBOUR_SPAN`` of event time), so their windows (ranking.WINDOW) are
+  complete and a short reply next to a matching question is found, as in an exact scope.
+Then one round trip scores every candidate (similarity, document length, term frequencies).
+
+Whether a scope is wide is probed (an index-only `offset` on message_keys or the layer's table) and kept
+``PROBE_TTL_S`` seconds per process: a stale "small" answer costs one capped read (search falls back to this
+path when the read overflows), a stale "wide" one only means approximate scoring of a small scope.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Connection, text
+from sqlalchemy.sql.elements import TextClause
+
+from strataflow.retrieval import layer_sql
+from strataflow.retrieval.layer_sql import LAYER_SQL, QUERY_CTE, Scope, filters
+from strataflow.retrieval.ranking import SESSION_GAP, WINDOW
+
+OVERFETCH = 5
+MIN_CANDIDATES = 50
+TEXT_POOL = 2000
+RARE_SHARE = 0.02  # a lexeme in more than this share of a layer's rows is not used to find candidates
+STATS_TTL_S = 600.0
+PROBE_TTL_S = 60.0
+MIN_EF_SEARCH = 20
+MAX_EF_SEARCH = 1000  # pgvector's upper bound
+NEIGHBOURS = WINDOW
+NEIGHBOUR_SPAN = SESSION_GAP * WINDOW
+WINDOW_SEEDS = 15  # candidates per source whose neighbours are fetched
+
+TABLES = {
+    "messages": "conversation_messages",
+    "items": "memory_items",
+    "reports": "weekly_reports",
+    "assets": "asset_chunks",
+}
+SELECT_FTS_STATS = text(
+    """
+    select (most_common_elems::text)::text[] as elems, most_common_elem_freqs as freqs
+    from pg_stats
+    where schemaname = current_schema() and attname = 'fts'
+      and (tablename = :table or tablename like :table || '\\_w%')
+    """
+)
+SELECT_QUERY_LEXEMES = text(
+    "select tsvector_to_array(to_tsvector('english', cast(:w_en as text)) "
+    "|| to_tsvector('simple', cast(:w_zh as text))) as lexemes"
+)
+COUNT_PARTITIONS = text(
+    "select count(*) from pg_inherits where inhparent = cast('conversation_messages' as regclass)"
+)
+_STATS: dict[str, tuple[float, dict[str, float], float]] = {}
+_PARTITIONS: list[float] = [-1e9, 1.0]
+_PROBES: dict[tuple[Any, ...], tuple[float, bool]] = {}
+
+
+def wide_layers(
+    conn: Connection, layers: tuple[str, ...], scope: Scope, params: dict[str, Any], exact_limit: int
+) -> set[str]:
+    """The layers whose scope holds more than exact_limit rows (probed, then remembered PROBE_TTL_S)."""
+    now = time.monotonic()
+    keys = {
+        layer: (params["namespace"], layer, scope, exact_limit, params.get("since"), params.get("until"))
+        for layer in layers
+    }
+    unknown = tuple(
+        layer for layer in layers if now - _PROBES.get(keys[layer], (-1e9, False))[0] > PROBE_TTL_S
+    )
+    if unknown:
+        rows = conn.execute(probe_sql(unknown, scope), {**params, "cap": exact_limit}).all()
+        for row in rows:
+            _PROBES[keys[row.layer]] = (now, bool(row.wide))
+    return {layer for layer in layers if _PROBES[keys[layer]][1]}
+
+
+@lru_cache(maxsize=64)
+def probe_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
+    """Per layer, whether the scope holds more than :cap rows. Messages are counted on message_keys (small,
+    unpartitioned, indexed by namespace and event time; keys of expired rows count too)."""
+    selects = []
+    for layer in layers:
+        if layer == "messages" and not scope.subject:
+            where = "k.namespace = :namespace" + (" and k.event_at >= :since" if scope.since else "")
+            where += " and k.event_at < :until" if scope.until else ""
+            source = f"message_keys k where {where}"
+        else:
+            source = f"{LAYER_SQL[layer]['from']} where {filters(layer, scope)}"
+        selects.append(
+            f"(select '{layer}'::text as layer, exists (select 1 from {source} offset :cap) as wide)"
+        )
+    return text(" union all ".join(selects))
+
+
+def text_candidates(
+    conn: Connection, layers: list[str], scope: Scope, params: dict[str, Any], k: int
+) -> dict[str, list[int]]:
+    """Per layer, the best full-text matches of the query's rare lexemes (see the module docstring)."""
+    lexemes = conn.execute(SELECT_QUERY_LEXEMES, params).scalar_one() or []
+    found: dict[str, list[int]] = {}
+    for layer in layers:
+        shares, floor = lexeme_shares(conn, TABLES[layer])
+        rare = [lexeme for lexeme in lexemes if shares.get(lexeme, floor) < RARE_SHARE]
+        if not rare:
+            found[layer] = []
+            continue
+        rows = conn.execute(
+            text_ids_sql(layer, scope),
+            {**params, "rare": " | ".join(_quoted(lexeme) for lexeme in rare), "n": _n(k), "pool": TEXT_POOL},
+        )
+        found[layer] = [int(r.id) for r in rows]
+    return found
+
+
+def lexeme_shares(conn: Connection, table: str) -> tuple[dict[str, float], float]:
+    """lexeme -> share of rows holding it, and the share under which unlisted lexemes lie (0: no stats)."""
+    now = time.monotonic()
+    cached = _STATS.get(table)
+    if cached is None or now - cached[0] > STATS_TTL_S:
+        shares: dict[str, float] = {}
+        floor = 0.0
+        for row in conn.execute(SELECT_FTS_STATS, {"table": table}):
+            elems, freqs = row.elems or [], row.freqs or []
+            listed = list(zip(elems, freqs, strict=False))
+            for lexeme, share in listed:
+                shares[lexeme] = max(shares.get(lexeme, 0.0), float(share))
+            if listed:
+                floor = max(floor, min(float(share) for _, share in listed))
+        cached = (now, shares, floor)
+        _STATS[table] = cached
+    return cached[1], cached[2]
+
+
+@lru_cache(maxsize=64)
+def text_ids_sql(layer: str, scope: Scope) -> TextClause:
+    """At most :pool rows matching the rare lexemes (:rare, a tsquery of quoted lexemes) through GIN, the :n
+    best of them by ts_rank_cd against the whole OR query."""
+    s = LAYER_SQL[layer]
+    return text(
+        f"{QUERY_CTE} select m.id from (select {s['id']} as id, {s['fts']} as v from {s['from']} "
+        f"where {filters(layer, scope)} and {s['fts']} @@ cast(:rare as tsquery) limit :pool) m "
+        "cross join ql order by ts_rank_cd(m.v, ql.tsq) desc limit :n"
+    )
+
+
+@lru_cache(maxsize=16)
+def neighbours_sql(scope: Scope) -> TextClause:
+    """The turns next to each given message (same conversation, before and after in event time)."""
+    where = filters("messages", scope).replace("m.", "n.")
+    side = """(select n.message_id from conversation_messages n
+               where n.namespace = c.namespace and n.conversation_id = c.conversation_id
+                 and n.event_at {op} c.event_at and n.event_at {bound} and n.message_id <> c.message_id
+                 and {where}
+               order by n.event_at {order}, n.message_id {order} limit :neighbours)"""
+    before = side.format(op="<=", bound=">= c.event_at - :span", order="desc", where=where)
+    after = side.format(op=">=", bound="<= c.event_at + :span", order="asc", where=where)
+    return text(
+        f"""select distinct x.message_id from conversation_messages c
+        cross join lateral ({before} union all {after}) x
+        where c.namespace = :namespace and c.message_id = any(:ids)"""
+    )
+
+
+def candidate_rows(
+    conn: Connection,
+    layers: list[str],
+    scope: Scope,
+    params: dict[str, Any],
+    k: int,
+    text_ids: dict[str, list[int]],
+) -> dict[str, list[Any]]:
+    """Per wide layer, its candidate rows scored (id, grp, event_at, body, meta, sim, doc_len, tf); params
+    hold the query vector by now."""
+    ids: dict[str, list[int]] = {}
+    for layer in layers:
+        vector_ids = nearest_ids(conn, layer, scope, params, k)
+        found = text_ids.get(layer, [])
+        ids[layer] = list(dict.fromkeys([*vector_ids, *found]))
+        if layer == "messages" and ids[layer]:
+            seeds = list(dict.fromkeys([*vector_ids[:WINDOW_SEEDS], *found[:WINDOW_SEEDS]]))
+            around = conn.execute(
+                neighbours_sql(scope),
+                {**params, "ids": seeds, "neighbours": NEIGHBOURS, "span": NEIGHBOUR_SPAN},
+            )
+            ids[layer] = list(dict.fromkeys([*ids[layer], *(int(r.message_id) for r in around)]))
+    bound = {f"ids_{layer}": found for layer, found in ids.items()}
+    rows = conn.execute(layer_sql.scored_rows_sql(tuple(layers), scope), {**params, **bound}).all()
+    out: dict[str, list[Any]] = {layer: [] for layer in layers}
+    for row in rows:
+        out[row.layer].append(row)
+    return out
+
+
+def nearest_ids(conn: Connection, layer: str, scope: Scope, params: dict[str, Any], k: int) -> list[int]:
+    """HNSW nearest rows in scope. L1 is partitioned by week and each partition's index returns ef_search
+    rows, so its ef_search is shared out over the partitions (x2); when that leaves too few rows, HNSW again
+    with ef_search = n, then an exact scan of the scope (the filter starved the index scans)."""
+    n = _n(k)
+    shares = max(1, partition_count(conn)) if layer == "messages" else 1
+    for ef in dict.fromkeys([max(MIN_EF_SEARCH, -(-2 * n // shares)), max(MIN_EF_SEARCH, n)]):
+        conn.execute(layer_sql.SET_EF_SEARCH, {"ef": str(min(ef, MAX_EF_SEARCH))})
+        sql = layer_sql.vector_ids_sql(layer, scope, False)
+        found = [int(r.id) for r in conn.execute(sql, {**params, "n": n})]
+        if len(found) >= n:
+            return found
+    sql = layer_sql.vector_ids_sql(layer, scope, True)
+    return [int(r.id) for r in conn.execute(sql, {**params, "n": n})]
+
+
+def partition_count(conn: Connection) -> int:
+    """How many weekly partitions L1 has (kept STATS_TTL_S seconds)."""
+    now = time.monotonic()
+    if now - _PARTITIONS[0] > STATS_TTL_S:
+        _PARTITIONS[:] = [now, int(conn.execute(COUNT_PARTITIONS).scalar_one())]
+    return int(_PARTITIONS[1])
+
+
+def _n(k: int) -> int:
+    return max(OVERFETCH * k, MIN_CANDIDATES)
+
+
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand (quoted: no operator inside it is read)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
