@@ -25,6 +25,7 @@ from models.messages import (
     record_fields,
     validation_context,
 )
+from strataflow.ingest.fulltext import Lexicon, UnknownWords
 from strataflow.ingest.intent import classify_intent
 from strataflow.ingest.readers import ReadError, ReadItem
 from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
@@ -72,14 +73,21 @@ class PreparedChunk:
     quarantined: list[dict[str, Any]] = field(default_factory=list)
     duplicates: int = 0
     weeks: list[datetime] = field(default_factory=list)  # the UTC ISO weeks (Monday 00:00) the rows fall in
+    # With a lexicon: each row's full-text vector as a tsvector literal, or None where the database
+    # computes it (fulltext.py); the payload then has an "fts" column after STAGE_COLUMNS.
+    vectors: list[str | None] | None = None
 
 
-def prepare_chunk(items: list[ReadItem], options: ChunkOptions, fast: bool = True) -> PreparedChunk:
+def prepare_chunk(
+    items: list[ReadItem], options: ChunkOptions, fast: bool = True, lexicon: Lexicon | None = None
+) -> PreparedChunk:
     """Validate and enrich a chunk; see the module docstring for where each item goes.
 
     With `fast` (the default) a record that is already canonical skips pydantic (models.messages.
     canonical_fields decides, with the model's result); every other record, and every record when
     fast=False, is validated by MessageRecord. Both give the same rows and the same quarantine entries.
+    With a `lexicon`, the rows' full-text vectors are built here where fulltext.py can (PreparedChunk.vectors;
+    the lexicon may ask the database for words it has not seen).
     """
     context = validation_context(options.tz, options.max_content_chars)
     validate = MessageRecord.model_validate
@@ -119,7 +127,7 @@ def prepare_chunk(items: list[ReadItem], options: ChunkOptions, fast: bool = Tru
             )
             continue
         source = options.source or record_source or options.default_source
-        if CJK_RUN.search(content):
+        if not content.isascii() and CJK_RUN.search(content):
             lang = record_lang or detect_lang(content)
             fts_en, fts_zh = fts_parts(content)
         else:  # the common English case, with the same results as detect_lang / fts_parts
@@ -147,9 +155,32 @@ def prepare_chunk(items: list[ReadItem], options: ChunkOptions, fast: bool = Tru
     chunk.rows = list(by_key.values())
     chunk.staged = len(chunk.rows)
     if chunk.rows:
-        chunk.payload = render_copy(chunk.rows)
+        if lexicon is not None:
+            chunk.vectors = full_text_vectors(chunk.rows, lexicon)
+        chunk.payload = render_copy(chunk.rows, chunk.vectors)
         chunk.weeks = utc_weeks(row[11] for row in chunk.rows)
     return chunk
+
+
+def full_text_vectors(rows: list[tuple[Any, ...]], lexicon: Lexicon) -> list[str | None]:
+    """Each row's vector literal (or None), looking up the chunk's new words in one round trip."""
+    vector = lexicon.vector
+    vectors: list[str | None] = []
+    unknown: list[int] = []
+    for index, row in enumerate(rows):
+        try:
+            vectors.append(vector(row[13], row[14]))
+        except UnknownWords:
+            vectors.append(None)
+            unknown.append(index)
+    if unknown:
+        lexicon.learn()
+        for index in unknown:
+            try:
+                vectors[index] = vector(rows[index][13], rows[index][14])
+            except UnknownWords:  # another pipeline's learn() took the pending words: the database decides
+                pass
+    return vectors
 
 
 def utc_weeks(times: Iterable[datetime]) -> list[datetime]:
@@ -158,26 +189,39 @@ def utc_weeks(times: Iterable[datetime]) -> list[datetime]:
     return [datetime.fromtimestamp(week * WEEK_SECONDS - EPOCH_TO_MONDAY, UTC) for week in sorted(weeks)]
 
 
-def render_copy(rows: list[tuple[Any, ...]]) -> str:
-    """Rows in COPY text format: tab-separated, backslash escapes, \\N for a null agent_id, ISO times.
+def render_copy(rows: list[tuple[Any, ...]], vectors: list[str | None] | None = None) -> str:
+    """Rows in COPY text format: tab-separated, backslash escapes, \\N for null, ISO times.
 
-    Rows are joined as they are, and the whole text is checked once: when it holds exactly the tabs,
-    newlines and backslashes (one per \\N) that the layout puts there, no value needed escaping; otherwise
-    the rows are rendered again with every value escaped.
+    With vectors, an "fts" column follows STAGE_COLUMNS, and a row with a vector leaves fts_en and fts_zh
+    empty (the database does not need them). Rows are joined as they are, and the whole text is checked
+    once: when it holds exactly the tabs, newlines and backslashes (one per \\N) that the layout puts
+    there, no value needed escaping; otherwise the rows are rendered again with every value escaped.
     """
-    lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in rows]
-    lines.append("")
-    payload = "\n".join(lines)
-    nulls = sum(1 for row in rows if row[4] is None)
+    payload = _render(rows, vectors, escape=False)
+    columns = len(STAGE_COLUMNS) + (vectors is not None)
+    nulls = sum(1 for row in rows if row[4] is None) + (vectors.count(None) if vectors is not None else 0)
     if (
-        payload.count("\t") == (len(STAGE_COLUMNS) - 1) * len(rows)
+        payload.count("\t") == (columns - 1) * len(rows)
         and payload.count("\n") == len(rows)
         and payload.count("\\") == nulls
         and "\r" not in payload
     ):
         return payload
-    escaped = [tuple(_escape(v) if isinstance(v, str) else v for v in row) for row in rows]
-    lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in escaped]
+    return _render(rows, vectors, escape=True)
+
+
+def _render(rows: list[tuple[Any, ...]], vectors: list[str | None] | None, escape: bool) -> str:
+    if escape:
+        rows = [tuple(_escape(v) if isinstance(v, str) else v for v in row) for row in rows]
+    if vectors is None:
+        lines = [_line(row, row[4] if row[4] is not None else "\\N") for row in rows]
+    else:
+        lines = [
+            _line(row, row[4] if row[4] is not None else "\\N") + "\t\\N"
+            if vector is None
+            else _line_with_vector(row, row[4] if row[4] is not None else "\\N", vector)
+            for row, vector in zip(rows, vectors, strict=True)
+        ]
     lines.append("")
     return "\n".join(lines)
 
@@ -186,6 +230,13 @@ def _line(row: tuple[Any, ...], agent: str) -> str:
     return "\t".join(
         (row[0], row[1], row[2], row[3], agent, row[5], row[6], row[7], row[8], row[9], row[10],
          row[11].isoformat(), row[12], row[13], row[14])
+    )  # fmt: skip
+
+
+def _line_with_vector(row: tuple[Any, ...], agent: str, vector: str) -> str:
+    return "\t".join(
+        (row[0], row[1], row[2], row[3], agent, row[5], row[6], row[7], row[8], row[9], row[10],
+         row[11].isoformat(), row[12], "", "", vector)
     )  # fmt: skip
 
 

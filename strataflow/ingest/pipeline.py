@@ -38,8 +38,9 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError
 
 from strataflow.ingest.enrich import ChunkOptions, PreparedChunk, prepare_chunk
+from strataflow.ingest.fulltext import Lexicon, lexicon_for
 from strataflow.ingest.readers import ReadItem
-from strataflow.ingest.staging import ChunkCounts, ensure_weeks, write_chunk
+from strataflow.ingest.staging import ChunkCounts, KeyClaims, ensure_weeks, write_chunk
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +122,7 @@ def ingest_chunks(
     failed = threading.Event()
     previous: KeysTurn | None = None
     weeks_ready: set[datetime] = set()  # partitions this run has ensured (committed) already
+    claims = KeyClaims()
     connections = WriterConnections(engine)
     with (
         bulk_interpreter(),
@@ -129,11 +131,20 @@ def ingest_chunks(
     ):
         pending: deque[Future[ChunkCounts]] = deque()
         try:
-            for items_read, prepared in _prepared_in_background(ramped(chunks), options):
+            prepared_chunks = _prepared_in_background(ramped(chunks), options, lexicon_for(engine))
+            for items_read, prepared in prepared_chunks:
                 turn = KeysTurn(previous, failed)
                 pending.append(
                     pool.submit(
-                        _write_in_turn, connections, prepared, items_read, run_id, options, turn, weeks_ready
+                        _write_in_turn,
+                        connections,
+                        prepared,
+                        items_read,
+                        run_id,
+                        options,
+                        turn,
+                        weeks_ready,
+                        claims,
                     )
                 )
                 previous = turn
@@ -155,6 +166,7 @@ def _write_in_turn(
     options: ChunkOptions,
     turn: KeysTurn,
     weeks_ready: set[datetime],
+    claims: KeyClaims,
 ) -> ChunkCounts:
     try:
         conn = connections.mine()
@@ -175,6 +187,7 @@ def _write_in_turn(
                         options.retention_days,
                         partitions_ready=True,
                         keys_turn=turn,
+                        claims=claims,
                     )
             except OperationalError as exc:
                 # Chunks of one run claim keys in order and cannot deadlock each other; a deadlock with
@@ -231,7 +244,7 @@ _DONE = object()
 
 
 def _prepared_in_background(
-    chunks: Iterator[list[ReadItem]], options: ChunkOptions
+    chunks: Iterator[list[ReadItem]], options: ChunkOptions, lexicon: Lexicon
 ) -> Iterator[tuple[int, PreparedChunk]]:
     results: queue.Queue[Any] = queue.Queue(maxsize=QUEUED)
     stop = threading.Event()
@@ -241,7 +254,7 @@ def _prepared_in_background(
             for items in chunks:
                 if stop.is_set():
                     return
-                prepared = prepare_chunk(items, options)
+                prepared = prepare_chunk(items, options, lexicon=lexicon)
                 prepared.rows = []  # written from payload; the tuples would only hold memory
                 results.put((len(items), prepared))
             results.put(_DONE)
