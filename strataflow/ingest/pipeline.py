@@ -56,8 +56,9 @@ FIRST_CHUNK_ROWS = 1000  # the first piece of an input (see ramped)
 ASYNC_COMMIT = text("set local synchronous_commit = off")
 
 
-class EarlierChunkFailed(RuntimeError):
-    """A chunk's predecessor failed, so this chunk stops before claiming keys (the ingest fails anyway)."""
+class AnotherChunkFailed(RuntimeError):
+    """Another chunk of the run failed, so this chunk stops before claiming keys (the ingest fails anyway);
+    ingest_chunks raises that chunk's error instead (first_failure)."""
 
 
 class KeysTurn:
@@ -72,7 +73,7 @@ class KeysTurn:
         if self.previous is not None:
             self.previous.done.wait()
         if self.failed.is_set():
-            raise EarlierChunkFailed("an earlier chunk of this ingest failed")
+            raise AnotherChunkFailed("another chunk of this ingest failed")
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -152,10 +153,25 @@ def ingest_chunks(
                     _add_counts(total, pending.popleft().result(), bar)
             while pending:
                 _add_counts(total, pending.popleft().result(), bar)
-        except BaseException:
+        except BaseException as error:
             failed.set()  # chunks still waiting for their turn stop instead of writing
+            cause = first_failure(error, pending)
+            if cause is not error:
+                raise cause from None
             raise
     return total
+
+
+def first_failure(error: BaseException, pending: deque[Future[ChunkCounts]]) -> BaseException:
+    """The error to report: a chunk that stopped because another failed (a later chunk can fail first, for
+    example while creating its partitions) points at the chunk that did fail, which is still pending."""
+    if not isinstance(error, AnotherChunkFailed):
+        return error
+    for future in pending:
+        cause = future.exception()  # waits for that chunk to end
+        if cause is not None and not isinstance(cause, AnotherChunkFailed):
+            return cause
+    return error
 
 
 def _write_in_turn(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,29 @@ def test_cli_ingest_logs_prints_counts_and_commands_have_help(
         assert "Example:" in runner.invoke(app, command).stdout
     missing = runner.invoke(app, ["ingest", "logs", str(tmp_path / "nope.jsonl"), "--namespace", namespace])
     assert missing.exit_code == 1 and "no such file" in missing.output
+
+
+def test_chunks_creating_many_new_weeks_at_once_all_land(
+    settings: Settings, engine: Engine, namespace: str, tmp_path: Path
+) -> None:
+    """Both writers create weekly partitions at once: chunks of 100 records whose new weeks overlap their
+    neighbours' (chunk c spans weeks 3c..3c+7), as LoCoMo's sessions do. Two writers, each holding the
+    table lock of a week it had just created and waiting for the other's next week, once deadlocked."""
+    january = datetime(2100 + random.randrange(90), 1, 4, 9, tzinfo=UTC)  # weeks no other test has made
+    first = january - timedelta(days=january.weekday())  # a Monday 09:00: a week's rows stay in that week
+    records = [
+        message(n, f"note {n} on the pipeline", (first + timedelta(weeks=week, minutes=n)).isoformat())
+        for n, week in ((n, 3 * (n // 100) + n % 8) for n in range(1200))
+    ]
+    small_chunks = settings.model_copy(update={"ingest_chunk_rows": 100})
+
+    result = ingest(small_chunks, [write_jsonl(tmp_path / "weeks.jsonl", records)], namespace)
+
+    assert (result.inserted, result.quarantined) == (1200, 0)
+    with engine.connect() as conn:
+        query = (
+            "select count(distinct date_trunc('week', event_at at time zone 'UTC')) from message_keys "
+            "where namespace = :ns"
+        )
+        weeks = conn.execute(text(query), {"ns": namespace}).scalar_one()
+    assert weeks == 3 * 11 + 8
