@@ -12,6 +12,8 @@ import json
 import sys
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,9 @@ from sqlalchemy.pool import NullPool
 from strataflow.config import Settings
 from strataflow.demo.sample import write_sample
 from strataflow.ingest.enrich import ChunkOptions
+from strataflow.ingest.pipeline import AnotherChunkFailed, first_failure
 from strataflow.ingest.readers import detect_format, expand_paths, read_chunks
-from strataflow.ingest.staging import write_chunk
+from strataflow.ingest.staging import ChunkCounts, write_chunk
 from tasks.ingest import ingest_logs
 from tests.ingest.legacy_prepare import legacy_prepare_chunk
 
@@ -286,3 +289,19 @@ def test_the_last_record_in_file_order_wins_when_a_key_repeats_across_chunks(
             ).all()
         )
     assert contents == {f"mk{i}": f"version 29 of k{i}, with more words to stem" for i in range(20)}
+
+
+def test_a_chunk_stopped_by_another_reports_the_chunk_that_failed() -> None:
+    """A later chunk can fail first (while creating its partitions, say); the earlier chunk then stops at its
+    turn with AnotherChunkFailed, and the ingest must raise the later chunk's own error, not that one."""
+    stopped: Future[ChunkCounts] = Future()
+    stopped.set_exception(AnotherChunkFailed("another chunk of this ingest failed"))
+    failed: Future[ChunkCounts] = Future()
+    failed.set_exception(ValueError("deadlock detected while creating conversation_messages_w2023_15"))
+    done: Future[ChunkCounts] = Future()
+    done.set_result(ChunkCounts(read=1, inserted=1))
+
+    reported = first_failure(AnotherChunkFailed("another chunk of this ingest failed"), deque([done, failed]))
+    assert isinstance(reported, ValueError) and "w2023_15" in str(reported)
+    original = KeyError("source_message_id")
+    assert first_failure(original, deque([stopped, failed])) is original  # a chunk's own error stays
