@@ -157,7 +157,6 @@ SQL_POOL = """
 create temp table bench_pool (i int primary key, v vector(384));
 """
 OWN_TABLES = ("conversation_messages", "message_keys", "memory_items", "weekly_reports", "watermarks")
-PRECREATE_PARTITIONS = text("select ensure_message_partitions(:start, :end)")
 SQL_EMBED_MESSAGES = """
 update conversation_messages m
 set embedding = a.v + b.v, embedding_model = 'synthetic'
@@ -202,10 +201,6 @@ def load(settings: Any, rows: int, scopes: int, rng: random.Random) -> dict[str,
     with engine.begin() as conn:
         for table in OWN_TABLES:  # rows of an earlier run in the same home
             conn.execute(text(f"delete from {table} where namespace = :ns"), {"ns": NAMESPACE})
-        # Partitions up front: concurrent ingest writers racing to create one partition can fail.
-        conn.execute(
-            PRECREATE_PARTITIONS, {"start": end - timedelta(days=29), "end": end + timedelta(days=1)}
-        )
     with tempfile.TemporaryDirectory(prefix="bench-context-") as tmp:
         path = Path(tmp) / "messages.jsonl"
         write_messages(path, rows, scopes, rng, end)
