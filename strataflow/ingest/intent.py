@@ -29,6 +29,9 @@ import re
 from models.common import Intent
 
 _WORDS = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# Bytes of a UTF-8 text to keep for word splitting (a-z and the apostrophe); every other byte, those of
+# non-ASCII characters included, becomes a space. See _words.
+_WORD_BYTES = bytes(c if 97 <= c <= 122 or c == 39 else 32 for c in range(256))
 _PERCENT = re.compile(r"\d ?%")
 _WORDY = re.compile(r"[A-Za-z].*[A-Za-z]|[\u3400-\u9fff]")
 
@@ -287,10 +290,20 @@ STATUS_HINTS = {"progress", "track", "schedule", "working"}
 FEEDBACK_HINTS = {"thank", "looks", "job", "work", "done", "slow", "long", "happy"}
 
 
+def _words(lower: str) -> list[str]:
+    """_WORDS.findall(lower), a third faster: a match never spans a byte other than a-z or the apostrophe,
+    so splitting on those first and running the pattern only on the pieces with an apostrophe gives the
+    same words (tests/ingest/test_intent.py compares the two)."""
+    pieces = lower.encode("utf-8", "surrogatepass").translate(_WORD_BYTES).decode().split()
+    if "'" not in lower:
+        return pieces
+    return [word for piece in pieces for word in (_WORDS.findall(piece) if "'" in piece else (piece,))]
+
+
 def classify_intent(text: str) -> Intent:
     """The intent of one message by the rules in the module docstring."""
     lower = text.lower()
-    words = _WORDS.findall(lower)
+    words = _words(lower)
     wordset = set(words)
     first = words[0] if words else ""
     stripped = text.rstrip()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from models.common import Intent
-from strataflow.ingest.intent import classify_intent
+from strataflow.ingest.intent import _WORDS, _words, classify_intent
 
 
 @pytest.mark.parametrize(
@@ -33,3 +35,16 @@ from strataflow.ingest.intent import classify_intent
 )
 def test_classify_intent_follows_the_documented_rules(text: str, expected: Intent) -> None:
     assert classify_intent(text) is expected
+
+
+def test_word_splitting_matches_the_pattern_on_awkward_text() -> None:
+    """_words is a faster _WORDS.findall: apostrophes anywhere, digits, non-ASCII letters that lowercase to
+    ASCII (the Kelvin sign) or to a letter plus a combining mark (dotted I), curly quotes, CJK, emoji and a
+    lone surrogate, in random mixes."""
+    rng = random.Random(17)
+    alphabet = "abzXYZ'’ \t\n.,-_09İKéß中文\u212a😀\ud800"
+    texts = ["we'll", "'quoted'", "rock'n'roll", "a''b", "l'", "it's 5 o'clock", "Let's go with it"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24))) for _ in range(20_000)]
+    for text in texts:
+        lower = text.lower()
+        assert _words(lower) == _WORDS.findall(lower), text
