@@ -182,12 +182,15 @@ def scored_rows_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
 
 
 @lru_cache(maxsize=256)
-def similarities_sql(layers: tuple[str, ...]) -> TextClause:
-    """Similarity to :qvec of the given rows of each layer (bound as :ids_<layer>), in one round trip."""
+def similarities_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
+    """Similarity to :qvec of every row in scope of each layer, in one round trip. Called for the layers
+    whose whole scope was just read (exact mode): the same rows, found by the scope's filters rather than
+    by a list of their ids (with thousands of ids, each weekly partition's primary key was probed for every
+    id: 3x the time of reading the scope again)."""
     selects = " union all ".join(
         f"(select '{layer}'::text as layer, {s['id']} as id, "
         f"{_SIMILARITY.format(embedding=s['embedding'])} as sim "
-        f"from {s['from']} where {s['id']} = any(:ids_{layer}) and {NAMESPACE_COLUMN[layer]} = :namespace)"
+        f"from {s['from']} where {filters(layer, scope)})"
         for layer in layers
         for s in (LAYER_SQL[layer],)
     )

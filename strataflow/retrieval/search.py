@@ -27,10 +27,12 @@ known; a caller-supplied `query_embedding` is used as it is.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -108,46 +110,47 @@ def search(
         raise ValueError(f"unknown retrieval layer(s) {unknown}; choose from {list(LAYERS)}")
     if k < 1 or not query.strip():
         return []
-    # The query's embedding is computed while the scope's rows are read (both wait on something else).
-    pending = None if query_embedding is not None else _background().submit(embed_query, settings, query)
-    wanted = tuple(dict.fromkeys(layers))
-    extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
-    read = tuple(dict.fromkeys(wanted + extra))
-    scope = Scope(subject_id is not None, since is not None, until is not None, agent_id is not None)
-    params: dict[str, Any] = {
-        "namespace": namespace,
-        "subject_id": subject_id,
-        "since": since,
-        "until": until,
-        "agent_id": agent_id,
-        **query_terms(query),
-    }
-    by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
-    approximate = [layer for layer in read if not exact[layer]]
-    # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
-    text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
-    reading = _reading(query, settings, by_layer, now)
-    params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
-    similarity = _similarities(conn, [layer for layer in read if exact[layer]], by_layer, params)
-    if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
-        found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
-        for layer, rows in found.items():
-            by_layer[layer] = rows
-            similarity.update({(layer, int(r.id)): r.sim for r in rows})
-        reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
-    ranked = {
-        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
-        for layer in read
-        if layer != "messages"
-    }
-    hits: list[Hit] = []
-    for layer in wanted:
-        if layer == "messages":
-            lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
-            ranked[layer] = _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, lift)
-        hits.extend(_as_hits(layer, ranked[layer][:k], exact[layer]))
-    hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
-    return hits[:k]
+    with collector_paused():  # see collector_paused: no full collection in the middle of a search
+        # The query's embedding is computed while the scope's rows are read (both wait on something else).
+        pending = None if query_embedding is not None else _background().submit(embed_query, settings, query)
+        wanted = tuple(dict.fromkeys(layers))
+        extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
+        read = tuple(dict.fromkeys(wanted + extra))
+        scope = Scope(subject_id is not None, since is not None, until is not None, agent_id is not None)
+        params: dict[str, Any] = {
+            "namespace": namespace,
+            "subject_id": subject_id,
+            "since": since,
+            "until": until,
+            "agent_id": agent_id,
+            **query_terms(query),
+        }
+        by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
+        approximate = [layer for layer in read if not exact[layer]]
+        # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
+        text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
+        reading = _reading(query, settings, by_layer, now)
+        params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
+        similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
+        if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
+            found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
+            for layer, rows in found.items():
+                by_layer[layer] = rows
+                similarity.update({(layer, int(r.id)): r.sim for r in rows})
+            reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
+        ranked = {
+            layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
+            for layer in read
+            if layer != "messages"
+        }
+        hits: list[Hit] = []
+        for layer in wanted:
+            if layer == "messages":
+                lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
+                ranked[layer] = _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, lift)
+            hits.extend(_as_hits(layer, ranked[layer][:k], exact[layer]))
+        hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
+        return hits[:k]
 
 
 def _scope_rows(
@@ -197,15 +200,37 @@ def _query_vector(
 
 
 def _similarities(
-    conn: Connection, layers: list[str], by_layer: dict[str, list[Any]], params: dict[str, Any]
+    conn: Connection, layers: list[str], scope: Scope, by_layer: dict[str, list[Any]], params: dict[str, Any]
 ) -> dict[tuple[str, int], float | None]:
-    """(layer, id) -> cosine similarity to the query for the rows read in exact mode."""
+    """(layer, id) -> cosine similarity to the query for the rows read in exact mode (the whole scope of
+    those layers; a row written since the read has a similarity but no candidate, and is not ranked)."""
     layers = [layer for layer in layers if by_layer[layer]]
     if not layers:
         return {}
-    ids = {f"ids_{layer}": [int(r.id) for r in by_layer[layer]] for layer in layers}
-    found = conn.execute(layer_sql.similarities_sql(tuple(layers)), {**params, **ids}).all()
+    found = conn.execute(layer_sql.similarities_sql(tuple(layers), scope), params).all()
     return {(r.layer, int(r.id)): r.sim for r in found}
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for one search (reference counting still frees everything).
+
+    A search allocates tens of thousands of short-lived containers when it scores a scope exactly (rows,
+    metadata, term frequencies, candidates: about 30 per row). Those alive at a young collection are
+    promoted, and every few searches the promotions trigger a full collection, which walks every object of
+    a process that has loaded the embedding model, torch and Prefect (about 500k): 300-400 ms, about one
+    search in five on a scope of 2,000 rows (bench.context, wide p95). Paused, the search's objects die
+    young by reference counting and promote nothing; cycles made meanwhile are collected after it.
+    The collector is enabled again only if it was enabled when the search began (the ingest pipeline
+    pauses it too), so overlapping searches leave it as the first one found it.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 _BACKGROUND: list[ThreadPoolExecutor] = []
