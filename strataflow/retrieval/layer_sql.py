@@ -24,6 +24,9 @@ from sqlalchemy.sql.elements import TextClause
 from strataflow.textsearch import TSQUERY_SQL
 
 LAYERS = ("messages", "items", "reports", "assets")
+# Layers whose ranking reads no metadata (a message's speaker is in it): in exact mode their metadata, the
+# dearest column to build and to decode, is read after ranking, for the rows shown and those that lift turns.
+LATE_META = frozenset({"items", "reports", "assets"})
 
 
 class Scope(NamedTuple):
@@ -156,19 +159,24 @@ def filters(layer: str, scope: Scope) -> str:
     return " and ".join(parts)
 
 
-def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap") -> str:
+def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap", meta: bool = True) -> str:
     """Rows in scope (or, by_ids, the given ids, with their similarity to :qvec), their document length and
-    query-term frequencies."""
+    query-term frequencies; without `meta`, a null in its place (read later for the rows shown: `metas_sql`).
+
+    The frequencies come from the document reduced to the query's lexemes first (ts_delete of every other
+    lexeme, positions kept): unnesting a whole report or item to keep three of its lexemes was most of the
+    time of reading a scope of a few thousand rows."""
     s = LAYER_SQL[layer]
     where = filters(layer, scope) + (f" and {s['id']} = any(:ids_{layer})" if by_ids else "")
     return f"""(select '{layer}'::text as layer, {s["id"]} as id, {s["group"]} as grp,
              {s["time"]} as event_at, {s["text"]} as body,
-            {s["meta"]} as meta,
+            {s["meta"] if meta else "null::jsonb"} as meta,
             {_SIMILARITY.format(embedding=s["embedding"]) if by_ids else "null::float8"} as sim,
             length(doc.v) as doc_len,
             case when doc.v @@ ql.tsq then (
                 select jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))
-                from unnest(doc.v) u where u.lexeme = any(ql.lexemes)) end as tf
+                from unnest(ts_delete(doc.v, tsvector_to_array(ts_delete(doc.v, ql.lexemes)))) u
+                where u.lexeme = any(ql.lexemes)) end as tf
         from {s["from"]} cross join ql cross join lateral (select {s["doc"]} as v) doc
         where {where}
         limit {cap})"""
@@ -199,9 +207,24 @@ def similarities_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
 
 @lru_cache(maxsize=256)
 def scopes_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
-    """Every layer's rows in scope in one round trip, at most :cap per layer."""
-    selects = " union all ".join(rows_select(layer, scope, False) for layer in layers)
+    """Every layer's rows in scope in one round trip, at most :cap per layer; the metadata of the layers in
+    LATE_META is left out (null): their ranking does not read it."""
+    selects = " union all ".join(
+        rows_select(layer, scope, False, meta=layer not in LATE_META) for layer in layers
+    )
     return text(f"{QUERY_CTE} {selects}")
+
+
+@lru_cache(maxsize=64)
+def metas_sql(layers: tuple[str, ...]) -> TextClause:
+    """The metadata of the given rows of each layer (bound as :ids_<layer>), in one round trip."""
+    selects = " union all ".join(
+        f"(select '{layer}'::text as layer, {s['id']} as id, {s['meta']} as meta "
+        f"from {s['from']} where {s['id']} = any(:ids_{layer}) and {NAMESPACE_COLUMN[layer]} = :namespace)"
+        for layer in layers
+        for s in (LAYER_SQL[layer],)
+    )
+    return text(selects)
 
 
 @lru_cache(maxsize=256)

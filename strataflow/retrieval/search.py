@@ -42,8 +42,8 @@ from sqlalchemy import Connection
 
 from strataflow.config import Settings
 from strataflow.retrieval import layer_sql, wide
-from strataflow.retrieval.layer_sql import LAYERS, Scope
-from strataflow.retrieval.layered import lineage_lift
+from strataflow.retrieval.layer_sql import LATE_META, LAYERS, Scope
+from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers
 from strataflow.retrieval.ranking import Candidate, rank
 from strataflow.textsearch import or_query_parts
@@ -110,47 +110,67 @@ def search(
         raise ValueError(f"unknown retrieval layer(s) {unknown}; choose from {list(LAYERS)}")
     if k < 1 or not query.strip():
         return []
-    with collector_paused():  # see collector_paused: no full collection in the middle of a search
-        # The query's embedding is computed while the scope's rows are read (both wait on something else).
-        pending = None if query_embedding is not None else _background().submit(embed_query, settings, query)
-        wanted = tuple(dict.fromkeys(layers))
-        extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
-        read = tuple(dict.fromkeys(wanted + extra))
-        scope = Scope(subject_id is not None, since is not None, until is not None, agent_id is not None)
-        params: dict[str, Any] = {
-            "namespace": namespace,
-            "subject_id": subject_id,
-            "since": since,
-            "until": until,
-            "agent_id": agent_id,
-            **query_terms(query),
-        }
-        by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
-        approximate = [layer for layer in read if not exact[layer]]
-        # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
-        text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
-        reading = _reading(query, settings, by_layer, now)
-        params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
-        similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
-        if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
-            found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
-            for layer, rows in found.items():
-                by_layer[layer] = rows
-                similarity.update({(layer, int(r.id)): r.sim for r in rows})
-            reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
-        ranked = {
-            layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
-            for layer in read
-            if layer != "messages"
-        }
-        hits: list[Hit] = []
-        for layer in wanted:
-            if layer == "messages":
-                lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
-                ranked[layer] = _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, lift)
-            hits.extend(_as_hits(layer, ranked[layer][:k], exact[layer]))
-        hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
-        return hits[:k]
+    scope = Scope(subject_id is not None, since is not None, until is not None, agent_id is not None)
+    params: dict[str, Any] = {
+        "namespace": namespace,
+        "subject_id": subject_id,
+        "since": since,
+        "until": until,
+        "agent_id": agent_id,
+        **query_terms(query),
+    }
+    wanted = tuple(dict.fromkeys(layers))
+    with collector_paused():  # the search's rows die with _ranked_hits' frame, before the collector resumes
+        return _ranked_hits(
+            conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now
+        )
+
+
+def _ranked_hits(
+    conn: Connection,
+    settings: Settings,
+    query: str,
+    wanted: tuple[str, ...],
+    k: int,
+    scope: Scope,
+    params: dict[str, Any],
+    exact_limit: int,
+    query_embedding: np.ndarray | None,
+    lineage: bool,
+    now: datetime | None,
+) -> list[Hit]:
+    """The search itself (see `search`)."""
+    # The query's embedding is computed while the scope's rows are read (both wait on something else).
+    pending = None if query_embedding is not None else _background().submit(embed_query, settings, query)
+    extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
+    read = tuple(dict.fromkeys(wanted + extra))
+    by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
+    approximate = [layer for layer in read if not exact[layer]]
+    # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
+    text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
+    reading = _reading(query, settings, by_layer, now)
+    params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
+    similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
+    if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
+        found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
+        for layer, rows in found.items():
+            by_layer[layer] = rows
+            similarity.update({(layer, int(r.id)): r.sim for r in rows})
+        reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
+    ranked = {
+        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
+        for layer in read
+        if layer != "messages"
+    }
+    _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
+    hits: list[Hit] = []
+    for layer in wanted:
+        if layer == "messages":
+            lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
+            ranked[layer] = _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, lift)
+        hits.extend(_as_hits(layer, ranked[layer][:k], exact[layer]))
+    hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
+    return hits[:k]
 
 
 def _scope_rows(
@@ -170,6 +190,27 @@ def _scope_rows(
             by_layer[row.layer].append(row)
     exact = {layer: layer in candidates and len(by_layer[layer]) <= exact_limit for layer in layers}
     return by_layer, exact
+
+
+def _late_meta(
+    conn: Connection,
+    ranked: dict[str, list[Candidate]],
+    exact: dict[str, bool],
+    params: dict[str, Any],
+    depth: int,
+) -> None:
+    """The metadata of the best `depth` rows of each exact layer read without it (layer_sql.LATE_META):
+    the rows shown and the items and reports whose lineage lifts turns. A row deleted since the read keeps
+    an empty one."""
+    layers = tuple(layer for layer in ranked if exact[layer] and layer in LATE_META and ranked[layer])
+    if not layers:
+        return
+    ids = {f"ids_{layer}": [c.id for c in ranked[layer][:depth]] for layer in layers}
+    found = conn.execute(layer_sql.metas_sql(layers), {**params, **ids})
+    metas = {(r.layer, int(r.id)): r.meta for r in found}
+    for layer in layers:
+        for candidate in ranked[layer][:depth]:
+            candidate.payload["meta"] = metas.get((layer, candidate.id)) or {}
 
 
 def _reading(
