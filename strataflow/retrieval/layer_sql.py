@@ -15,10 +15,12 @@ sees items without an agent, its own, and those shared (``is_shared``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import text
+from sqlalchemy import CursorResult, text
 from sqlalchemy.sql.elements import TextClause
 
 from strataflow.textsearch import TSQUERY_SQL
@@ -27,6 +29,30 @@ LAYERS = ("messages", "items", "reports", "assets")
 # Layers whose ranking reads no metadata (a message's speaker is in it): in exact mode their metadata, the
 # dearest column to build and to decode, is read after ranking, for the rows shown and those that lift turns.
 LATE_META = frozenset({"items", "reports", "assets"})
+
+
+class ScopeRow(NamedTuple):
+    """One row of `rows_select`, in its column order. Rows are kept as these, not as SQLAlchemy rows, whose
+    attribute access costs about 0.6 us: ranking 2,000 rows read a dozen attributes of each (14 ms)."""
+
+    layer: str
+    id: int
+    grp: str
+    event_at: datetime | None
+    body: str | None
+    meta: dict[str, Any] | None
+    sim: float | None
+    doc_len: int | None
+    tf: dict[str, int] | None
+
+
+def scope_rows(result: CursorResult[Any]) -> Iterable[ScopeRow]:
+    """The rows of a `rows_select` statement as ScopeRow (its columns checked once, by name)."""
+    if tuple(result.keys()) != ScopeRow._fields:
+        raise RuntimeError(
+            f"a scope statement returned columns {list(result.keys())}, not {ScopeRow._fields}"
+        )
+    return (ScopeRow._make(values) for values in result)
 
 
 class Scope(NamedTuple):

@@ -186,7 +186,7 @@ def _scope_rows(
     by_layer: dict[str, list[Any]] = {layer: [] for layer in layers}
     if candidates:
         sql = layer_sql.scopes_sql(candidates, scope)
-        for row in conn.execute(sql, {**params, "cap": exact_limit + 1}):
+        for row in layer_sql.scope_rows(conn.execute(sql, {**params, "cap": exact_limit + 1})):
             by_layer[row.layer].append(row)
     exact = {layer: layer in candidates and len(by_layer[layer]) <= exact_limit for layer in layers}
     return by_layer, exact
@@ -207,7 +207,7 @@ def _late_meta(
         return
     ids = {f"ids_{layer}": [c.id for c in ranked[layer][:depth]] for layer in layers}
     found = conn.execute(layer_sql.metas_sql(layers), {**params, **ids})
-    metas = {(r.layer, int(r.id)): r.meta for r in found}
+    metas = {(layer, int(row_id)): meta for layer, row_id, meta in found}
     for layer in layers:
         for candidate in ranked[layer][:depth]:
             candidate.payload["meta"] = metas.get((layer, candidate.id)) or {}
@@ -249,7 +249,7 @@ def _similarities(
     if not layers:
         return {}
     found = conn.execute(layer_sql.similarities_sql(tuple(layers), scope), params).all()
-    return {(r.layer, int(r.id)): r.sim for r in found}
+    return {(layer, int(row_id)): sim for layer, row_id, sim in found}
 
 
 @contextmanager

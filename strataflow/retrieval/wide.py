@@ -204,9 +204,9 @@ def candidate_rows(
             )
             ids[layer] = list(dict.fromkeys([*ids[layer], *(int(r.message_id) for r in around)]))
     bound = {f"ids_{layer}": found for layer, found in ids.items()}
-    rows = conn.execute(layer_sql.scored_rows_sql(tuple(layers), scope), {**params, **bound}).all()
+    rows = conn.execute(layer_sql.scored_rows_sql(tuple(layers), scope), {**params, **bound})
     out: dict[str, list[Any]] = {layer: [] for layer in layers}
-    for row in rows:
+    for row in layer_sql.scope_rows(rows):
         out[row.layer].append(row)
     return out
 
