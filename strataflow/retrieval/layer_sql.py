@@ -26,9 +26,6 @@ from sqlalchemy.sql.elements import TextClause
 from strataflow.textsearch import TSQUERY_SQL
 
 LAYERS = ("messages", "items", "reports", "assets")
-# Layers whose ranking reads no metadata (a message's speaker is in it): in exact mode their metadata, the
-# dearest column to build and to decode, is read after ranking, for the rows shown and those that lift turns.
-LATE_META = frozenset({"items", "reports", "assets"})
 
 
 class ScopeRow(NamedTuple):
@@ -41,6 +38,7 @@ class ScopeRow(NamedTuple):
     event_at: datetime | None
     body: str | None
     meta: dict[str, Any] | None
+    speaker: str | None
     sim: float | None
     doc_len: int | None
     tf: dict[str, int] | None
@@ -92,6 +90,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "fts": "m.fts",
         "doc": f"coalesce(m.fts, ''::tsvector) || {_SPEAKER_DOC}",
         "extra_filter": None,
+        "speaker": "m.metadata->>'speaker'",
         "meta": "jsonb_build_object('table', 'conversation_messages', 'message_id', m.message_id, "
         "'namespace', m.namespace, 'subject_id', m.subject_id, 'conversation_id', m.conversation_id, "
         "'source', m.source, 'source_message_id', m.source_message_id, 'role', m.role, "
@@ -109,6 +108,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
         f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
         "extra_filter": "i.status = 'active'",
+        "speaker": "null::text",
         "meta": "jsonb_build_object('table', 'memory_items', 'item_id', i.item_id, 'namespace', i.namespace, "
         "'subject_id', i.subject_id, 'kind', i.kind, 'key', i.key, 'value', i.value, 'category', i.category, "
         "'importance', i.importance, 'source', i.source, 'version', i.version, 'name', i.name, "
@@ -126,6 +126,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "fts": "r.fts",
         "doc": "coalesce(r.fts, ''::tsvector)",
         "extra_filter": None,
+        "speaker": "null::text",
         "meta": "jsonb_build_object('table', 'weekly_reports', 'report_id', r.report_id, "
         "'namespace', r.namespace, 'subject_id', r.subject_id, 'kind', 'weekly_report', "
         "'week_start', r.week_start, 'week_end', r.week_end, "
@@ -143,6 +144,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "fts": "c.fts",
         "doc": "coalesce(c.fts, ''::tsvector)",
         "extra_filter": None,
+        "speaker": "null::text",
         "meta": "jsonb_build_object('table', 'asset_chunks', 'chunk_id', c.chunk_id, "
         "'namespace', c.namespace, "
         "'document_id', c.document_id, 'chunk_index', c.chunk_index, 'uri', d.uri, 'title', d.title, "
@@ -186,8 +188,8 @@ def filters(layer: str, scope: Scope) -> str:
 
 
 def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap", meta: bool = True) -> str:
-    """Rows in scope (or, by_ids, the given ids, with their similarity to :qvec), their document length and
-    query-term frequencies; without `meta`, a null in its place (read later for the rows shown: `metas_sql`).
+    """Rows in scope (or, by_ids, the given ids, with their similarity to :qvec), their speaker, document
+    length and query-term frequencies; without `meta`, a null in its place (read later: `metas_sql`).
 
     The frequencies come from the document reduced to the query's lexemes first (ts_delete of every other
     lexeme, positions kept): unnesting a whole report or item to keep three of its lexemes was most of the
@@ -196,7 +198,7 @@ def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap", meta:
     where = filters(layer, scope) + (f" and {s['id']} = any(:ids_{layer})" if by_ids else "")
     return f"""(select '{layer}'::text as layer, {s["id"]} as id, {s["group"]} as grp,
              {s["time"]} as event_at, {s["text"]} as body,
-            {s["meta"] if meta else "null::jsonb"} as meta,
+            {s["meta"] if meta else "null::jsonb"} as meta, {s["speaker"]} as speaker,
             {_SIMILARITY.format(embedding=s["embedding"]) if by_ids else "null::float8"} as sim,
             length(doc.v) as doc_len,
             case when doc.v @@ ql.tsq then (
@@ -233,11 +235,11 @@ def similarities_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
 
 @lru_cache(maxsize=256)
 def scopes_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
-    """Every layer's rows in scope in one round trip, at most :cap per layer; the metadata of the layers in
-    LATE_META is left out (null): their ranking does not read it."""
-    selects = " union all ".join(
-        rows_select(layer, scope, False, meta=layer not in LATE_META) for layer in layers
-    )
+    """Every layer's rows in scope in one round trip, at most :cap per layer, without their metadata: ranking
+    reads none of it but a message's speaker, a column of its own here. The metadata, the dearest column
+    to build and to decode, is read after ranking for the rows shown and those that lift turns
+    (`metas_sql`)."""
+    selects = " union all ".join(rows_select(layer, scope, False, meta=False) for layer in layers)
     return text(f"{QUERY_CTE} {selects}")
 
 

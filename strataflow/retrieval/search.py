@@ -42,7 +42,7 @@ from sqlalchemy import Connection
 
 from strataflow.config import Settings
 from strataflow.retrieval import layer_sql, wide
-from strataflow.retrieval.layer_sql import LATE_META, LAYERS, Scope
+from strataflow.retrieval.layer_sql import LAYERS, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers
 from strataflow.retrieval.ranking import Candidate, rank
@@ -163,12 +163,11 @@ def _ranked_hits(
         if layer != "messages"
     }
     _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
-    hits: list[Hit] = []
-    for layer in wanted:
-        if layer == "messages":
-            lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
-            ranked[layer] = _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, lift)
-        hits.extend(_as_hits(layer, ranked[layer][:k], exact[layer]))
+    if "messages" in wanted:
+        lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
+        ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, reading, k, lift)
+        _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
+    hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer])]
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
     return hits[:k]
 
@@ -199,10 +198,10 @@ def _late_meta(
     params: dict[str, Any],
     depth: int,
 ) -> None:
-    """The metadata of the best `depth` rows of each exact layer read without it (layer_sql.LATE_META):
+    """The metadata of the best `depth` rows of each exact layer (read without it, layer_sql.scopes_sql):
     the rows shown and the items and reports whose lineage lifts turns. A row deleted since the read keeps
     an empty one."""
-    layers = tuple(layer for layer in ranked if exact[layer] and layer in LATE_META and ranked[layer])
+    layers = tuple(layer for layer in ranked if exact[layer] and ranked[layer])
     if not layers:
         return
     ids = {f"ids_{layer}": [c.id for c in ranked[layer][:depth]] for layer in layers}
@@ -217,7 +216,7 @@ def _reading(
     query: str, settings: Settings, by_layer: dict[str, list[Any]], now: datetime | None
 ) -> QueryReading:
     """What the query says, among the speakers of the messages read so far."""
-    speakers = {str(r.meta["speaker"]) for r in by_layer.get("messages", []) if (r.meta or {}).get("speaker")}
+    speakers = {str(r.speaker) for r in by_layer.get("messages", []) if r.speaker}
     return read_query(query, speakers, settings.tz, now or datetime.now(UTC))
 
 
@@ -332,7 +331,7 @@ def _rank_layer(
                 doc_len=int(r.doc_len or 0),
                 tf=r.tf or {},
                 payload={"meta": meta},
-                speaker=meta.get("speaker"),
+                speaker=r.speaker,
                 text=str(r.body or ""),
                 lift=lift.get(int(r.id), 0.0),
             )
