@@ -20,9 +20,12 @@ nearest rows and *then* applies the WHERE clause, so a narrow filter can leave f
   scored.
 
 Latency: the query is embedded on a worker thread (one torch thread) while the scope's rows are read; the
-similarities of those rows follow in a second round trip. When the query names a speaker of the scope, the
-dense side uses the query without that name (query_reading.without_speakers), embedded once the speakers are
-known; a caller-supplied `query_embedding` is used as it is.
+similarities of those rows follow in a second round trip (by the scope's filters), and the metadata of the
+rows shown after ranking. When the query names a speaker of the scope, the dense side uses the query without
+that name (query_reading.without_speakers), embedded once the speakers are known; a caller-supplied
+`query_embedding` is used as it is. The cyclic garbage collector is paused while a search runs
+(`collector_paused`): scoring a few thousand rows exactly otherwise set off a full collection of the
+process's heap (the model, torch, Prefect: 300-400 ms) about one search in five.
 """
 
 from __future__ import annotations
