@@ -38,7 +38,8 @@ from models.params import (
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm import lazy
-from strataflow.llm.gateway import STAGE_MODEL_FIELD, input_hash
+from strataflow.llm.gateway import STAGE_MODEL_FIELD
+from strataflow.llm.ledger import input_hash
 from strataflow.timeutil import week_bounds
 from tasks import extract, hot_memory, reflect, rollup
 

@@ -7,14 +7,13 @@ models/llm.py with exactly one repair call on a schema or JSON error, retries wi
 one `llm_calls` row per request sent (committed on its own connection, so it survives the caller's
 rollback), a result cache (`llm_cache`, keyed by stage, prompt version, model and input hash) and a per-run
 budget checked BEFORE each request. A cache hit or a budget refusal sends nothing and writes no row.
+The ledger rows, the cache and the run's spend are read and written in strataflow.llm.ledger.
 
 API keys come only from the environment (litellm reads them); error texts are scrubbed before they are stored.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import re
@@ -25,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from strataflow.config import Settings
 from strataflow.llm import lazy
+from strataflow.llm.ledger import LLMCall, cached_answer, input_hash, record_call, run_spend, store_answer
 
 logger = logging.getLogger(__name__)
 
@@ -48,36 +48,6 @@ SECRET_PATTERNS = (
     re.compile(r"(?i)((?:api[_-]?key|authorization|x-api-key)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
 )
 
-SELECT_CACHE = text(
-    """
-    select response from llm_cache
-    where stage = :stage and prompt_version = :prompt_version and model = :model and input_hash = :input_hash
-    """
-)
-INSERT_CACHE = text(
-    """
-    insert into llm_cache (stage, prompt_version, model, input_hash, namespace, subject_id, response)
-    values (:stage, :prompt_version, :model, :input_hash, :namespace, :subject_id, cast(:response as jsonb))
-    on conflict (stage, prompt_version, model, input_hash) do update
-    set response = excluded.response, created_at = now()
-    """
-)
-INSERT_CALL = text(
-    """
-    insert into llm_calls (run_id, stage, namespace, subject_id, model, prompt_version, input_hash, attempt,
-                           prompt_tokens, completion_tokens, cost_usd, latency_ms, outcome, error)
-    values (:run_id, :stage, :namespace, :subject_id, :model, :prompt_version, :input_hash, :attempt,
-            :prompt_tokens, :completion_tokens, :cost_usd, :latency_ms, :outcome, :error)
-    """
-)
-SELECT_RUN_SPEND = text(
-    """
-    select coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens,
-           coalesce(sum(cost_usd), 0) as cost_usd
-    from llm_calls where run_id = :run_id
-    """
-)
-
 
 class LLMError(RuntimeError):
     """A stage could not get a usable answer from its model (after retries, or after the one repair)."""
@@ -85,18 +55,6 @@ class LLMError(RuntimeError):
 
 class BudgetExhausted(LLMError):
     """The run's token or USD budget is spent; no request was sent. The stage stops and resumes next run."""
-
-
-@dataclass(frozen=True)
-class _Call:
-    """What identifies one piece of LLM work in the ledger and the cache."""
-
-    stage: str
-    prompt_version: str
-    model: str
-    input_hash: str
-    namespace: str | None
-    subject_id: str | None
 
 
 @dataclass
@@ -122,12 +80,6 @@ def _register_offline() -> None:
     from strataflow.llm.offline import register_offline_provider
 
     register_offline_provider()
-
-
-def input_hash(messages: list[dict[str, Any]], schema: type[BaseModel], cache_key: str | None = None) -> str:
-    """sha256 of the work: the caller's deterministic key when given, else the messages and the schema."""
-    basis = cache_key if cache_key is not None else json.dumps(messages, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(f"{schema.__name__}\n{basis}".encode()).hexdigest()
 
 
 def scrub_secrets(message: str) -> str:
@@ -208,10 +160,10 @@ class LLMGateway:
         answer.
         """
         model = self.model_for(stage)
-        call = _Call(
+        call = LLMCall(
             stage, prompt_version, model, input_hash(messages, schema, cache_key), namespace, subject_id
         )
-        cached = None if fresh else self._cached(call, schema)
+        cached = None if fresh else cached_answer(self.engine, call, schema)
         if cached is not None:
             with self._lock:
                 self.cache_hits += 1
@@ -233,7 +185,7 @@ class LLMGateway:
                 raise LLMError(
                     f"{stage}: {model} returned invalid output twice (after one repair call): {reply.error}"
                 )
-        self._store(call, reply.parsed)
+        store_answer(self.engine, call, reply.parsed)
         return reply.parsed  # type: ignore[return-value]
 
     # -- budget -------------------------------------------------------------------------------------------
@@ -242,11 +194,9 @@ class LLMGateway:
         """(tokens, usd) this run has spent: from the ledger when there is a run, else this gateway's."""
         if self.run_id is None:
             return self.tokens_used, self.cost_usd
-        with self.engine.connect() as conn:
-            row = conn.execute(SELECT_RUN_SPEND, {"run_id": self.run_id}).one()
-        return int(row.tokens), float(row.cost_usd)
+        return run_spend(self.engine, self.run_id)
 
-    def _check_budget(self, call: _Call) -> None:
+    def _check_budget(self, call: LLMCall) -> None:
         tokens, usd = self.spent()
         if tokens >= self.settings.llm_budget_tokens:
             raise BudgetExhausted(
@@ -263,7 +213,7 @@ class LLMGateway:
     # -- requests -----------------------------------------------------------------------------------------
 
     def _request_with_retries(
-        self, call: _Call, messages: list[dict[str, Any]], schema: type[BaseModel], attempt: list[int]
+        self, call: LLMCall, messages: list[dict[str, Any]], schema: type[BaseModel], attempt: list[int]
     ) -> _Reply:
         """Send until a reply arrives (valid or not); retry 429, 5xx and timeouts with exponential backoff."""
         litellm = lazy.litellm()
@@ -371,7 +321,7 @@ class LLMGateway:
 
     def _record(
         self,
-        call: _Call,
+        call: LLMCall,
         attempt: int,
         outcome: str,
         latency_ms: int,
@@ -380,42 +330,12 @@ class LLMGateway:
         cost: float | None = None,
         error: str | None = None,
     ) -> None:
-        """One ledger row per request sent, committed on its own connection."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                INSERT_CALL,
-                {
-                    "run_id": self.run_id,
-                    "stage": call.stage,
-                    "namespace": call.namespace,
-                    "subject_id": call.subject_id,
-                    "model": call.model,
-                    "prompt_version": call.prompt_version,
-                    "input_hash": call.input_hash,
-                    "attempt": attempt,
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "cost_usd": cost,
-                    "latency_ms": latency_ms,
-                    "outcome": outcome,
-                    "error": error,
-                },
-            )
+        """One ledger row per request sent (strataflow.llm.ledger), and this gateway's counters."""
+        record_call(
+            self.engine, self.run_id, call, attempt, outcome, latency_ms,
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost=cost, error=error,
+        )  # fmt: skip
         with self._lock:
             self.requests_sent += 1
             self.tokens_used += prompt_tokens + completion_tokens
             self.cost_usd += cost or 0.0
-
-    def _cached(self, call: _Call, schema: type[T]) -> T | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(SELECT_CACHE, call.__dict__).first()
-        if row is None:
-            return None
-        try:
-            return schema.model_validate(row.response)
-        except ValidationError:  # a schema change since then: the old answer is not usable
-            return None
-
-    def _store(self, call: _Call, parsed: BaseModel) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(INSERT_CACHE, {**call.__dict__, "response": parsed.model_dump_json()})

@@ -4,11 +4,12 @@ of named entries of an agent and a user, over L2 memory items.
 An entry is a memory item with a ``name`` (any language, e.g. 用户偏好-简洁风格), a ``description`` (one line:
 when it is relevant) and ``content``; its ``type`` is the seed's (user, project, feedback, reference), kept as
 given beside the internal kind (user -> fact, project -> meta), or any kind of the one enum. Items that were
-extracted rather than saved read as entries too (their key is the name, their kind the type).
+extracted rather than saved read as entries too (their key is the name, their kind the type). The fields
+themselves (limits, the key of a name, the kind of a type, the list cursor, an item read as an Entry) are in
+strataflow.memory.entry_fields; this module holds the scoped reads and writes.
 
-- Key: derived from the name, stable and unique per scope: a name that is already a snake_case key is the key
-  (``job_title``); any other name becomes its ASCII words plus a hash of the whole normalised name
-  (``用户偏好-简洁风格`` -> ``entry_3f2a9c01d4``), so two different names never share a key.
+- Key: derived from the name (entry_fields.entry_key), stable and unique per scope, so two different names
+  never share a key.
 - Scope: (namespace, subject, agent). An entry saved with an agent is private to that agent unless shared;
   a request with an agent sees its own entries, shared ones and the namespace's (no agent); a request without
   one sees the whole namespace (the API key's role decides the namespace). Names are unique per scope: saving
@@ -25,32 +26,32 @@ The caller owns the transaction; every function takes the namespace the caller m
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import re
-import unicodedata
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from models.entries import Entry, EntryHit, EntryPage, EntryVersion
-from models.vocabulary import SNAKE_KEY
 from strataflow.config import Settings
 from strataflow.memory import store
 from strataflow.memory.api import (
     AGENT_VISIBLE,
     ITEM_COLUMNS,
-    SEED_003_TYPES,
     MemoryItem,
     get_item_by_identity,
-    normalize_kind,
     search_memories,
     write_time,
 )
-
-MAX_NAME_CHARS = 255  # seed 003: name VARCHAR(255)
-MAX_DESCRIPTION_CHARS = 500  # seed 003: description VARCHAR(500)
-MAX_CONTENT_CHARS = 20_000
+from strataflow.memory.entry_fields import (
+    EntryFieldError,
+    checked_fields,
+    decode_cursor,
+    encode_cursor,
+    entry_content,
+    entry_key,
+    entry_of,
+    hit_of,
+    resolve_type,
+)
 
 SELECT_ENTRY = text(
     f"""
@@ -111,34 +112,6 @@ class EntryForbidden(PermissionError):
     """Another agent's (shared) entry: readable, not changeable."""
 
 
-class EntryFieldError(ValueError):
-    """A field value the library refuses; ``field`` names it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-
-
-def entry_key(name: str) -> str:
-    """The key of a name: the name itself when it is a snake_case key, else its ASCII words + a hash."""
-    normal = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-    if SNAKE_KEY.match(normal) and len(normal) <= 64:
-        return normal
-    slug = re.sub(r"[^a-z0-9]+", "_", normal).strip("_")[:40]
-    if not slug[:1].isalpha():
-        slug = "entry" + (f"_{slug}" if slug else "")
-    return f"{slug}_{hashlib.sha256(normal.encode()).hexdigest()[:10]}"
-
-
-def resolve_type(entry_type: str) -> tuple[str, str | None]:
-    """(kind, seed type or None) of a seed 003 type or a kind; EntryFieldError for anything else."""
-    name = entry_type.strip().lower()
-    try:
-        return normalize_kind(name), name if name in SEED_003_TYPES else None
-    except ValueError as exc:
-        raise EntryFieldError("type", str(exc)) from None
-
-
 def save_entry(
     conn: Connection,
     namespace: str,
@@ -154,7 +127,7 @@ def save_entry(
 ) -> Entry:
     """Create an entry in the (subject, agent) scope; EntryConflict when its name is taken there."""
     kind, seed_type = resolve_type(entry_type)
-    name, content, description = _checked(name, content, description)
+    name, content, description = checked_fields(name, content, description)
     key = entry_key(name)
     _require_free(conn, namespace, subject_id, agent_id, kind, key, name, item_id=0)
     store.upsert_item(
@@ -174,7 +147,7 @@ def get_entry(
     include_deleted: bool = False,
 ) -> Entry:
     """The entry, if the agent (or, without one, the namespace) can see it; EntryNotFound otherwise."""
-    return _entry(_visible(conn, namespace, item_id, agent_id, include_deleted))
+    return entry_of(_visible(conn, namespace, item_id, agent_id, include_deleted))
 
 
 def update_entry(
@@ -194,9 +167,9 @@ def update_entry(
     taken, EntryForbidden for another agent's entry."""
     item = _changeable(conn, namespace, item_id, agent_id)
     kind, seed_type = resolve_type(entry_type) if entry_type is not None else (item.kind, store.KEEP)
-    new_name, new_content, new_description = _checked(
+    new_name, new_content, new_description = checked_fields(
         name if name is not None else item.name or item.key,
-        content if content is not None else _content(item.value, item.statement),
+        content if content is not None else entry_content(item.value, item.statement),
         description if description is not None else item.description or "",
     )
     key = entry_key(new_name) if name is not None else item.key
@@ -212,7 +185,7 @@ def update_entry(
         description=new_description if description is not None else store.KEEP,
         entry_type=seed_type, is_shared=shared if shared is not None else store.KEEP,
     )  # fmt: skip
-    return _entry(_visible(conn, namespace, item_id, agent_id, False))
+    return entry_of(_visible(conn, namespace, item_id, agent_id, False))
 
 
 def delete_entry(conn: Connection, namespace: str, item_id: int, *, agent_id: str | None = None) -> Entry:
@@ -222,7 +195,7 @@ def delete_entry(conn: Connection, namespace: str, item_id: int, *, agent_id: st
         conn, namespace=namespace, subject_id=item.subject_id, agent_id=item.agent_id, kind=item.kind,
         key=item.key, event_at=write_time(item), source="manual",
     )  # fmt: skip
-    return _entry(_visible(conn, namespace, item_id, agent_id, True))
+    return entry_of(_visible(conn, namespace, item_id, agent_id, True))
 
 
 def list_entries(
@@ -241,12 +214,12 @@ def list_entries(
     kind = resolve_type(entry_type)[0] if entry_type else None
     params = {
         "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind,
-        "before": _decode_cursor(cursor), "limit": limit + 1,
+        "before": decode_cursor(cursor), "limit": limit + 1,
     }  # fmt: skip
     items = [MemoryItem(**row) for row in conn.execute(SELECT_PAGE, params).mappings()]
     more = len(items) > limit
-    entries = [_entry(item) for item in items[:limit]]
-    return EntryPage(entries=entries, next_cursor=_encode_cursor(entries[-1].id) if more else None)
+    entries = [entry_of(item) for item in items[:limit]]
+    return EntryPage(entries=entries, next_cursor=encode_cursor(entries[-1].id) if more else None)
 
 
 def search_entries(
@@ -269,7 +242,7 @@ def search_entries(
     hits = search_memories(
         conn, settings, namespace, query, subject_id, agent_id=agent_id, kind=kind, k=limit
     )  # fmt: skip
-    return [_hit(hit.item, hit.score) for hit in hits]
+    return [hit_of(hit.item, hit.score) for hit in hits]
 
 
 def entry_history(
@@ -286,7 +259,7 @@ def entry_history(
             key=row.key,
             name=row.name or row.key,
             description=row.description or "",
-            content=_content(row.value, row.statement),
+            content=entry_content(row.value, row.statement),
             status=row.status,
             source=row.source,
             valid_from=row.valid_from,
@@ -297,38 +270,6 @@ def entry_history(
         )  # fmt: skip
         for row in conn.execute(SELECT_HISTORY, {"item_id": item_id})
     ]
-
-
-def _entry(item: MemoryItem) -> Entry:
-    return Entry(
-        id=item.item_id, subject=item.subject_id, agent=item.agent_id, shared=item.is_shared,
-        type=item.entry_type or item.kind, kind=item.kind, name=item.name or item.key,
-        description=item.description or "", content=_content(item.value, item.statement), key=item.key,
-        metadata=item.metadata, version=item.version, status=item.status, source=item.source,
-        created_at=item.created_at, updated_at=item.updated_at,
-    )  # fmt: skip
-
-
-def _hit(item: MemoryItem, score: float) -> EntryHit:
-    return EntryHit(**_entry(item).model_dump(), score=round(score, 6))
-
-
-def _checked(name: str, content: str, description: str) -> tuple[str, str, str]:
-    name, description = name.strip(), description.strip()
-    for field, value, limit in (
-        ("name", name, MAX_NAME_CHARS),
-        ("content", content, MAX_CONTENT_CHARS),
-        ("description", description, MAX_DESCRIPTION_CHARS),
-    ):
-        if field != "description" and not value.strip():
-            raise EntryFieldError(field, f"entry {field} is empty")
-        if len(value) > limit:
-            raise EntryFieldError(
-                field, f"entry {field} has {len(value)} characters, over the limit of {limit}"
-            )
-        if "\x00" in value:
-            raise EntryFieldError(field, f"entry {field} contains a NUL character, which cannot be stored")
-    return name, content, description
 
 
 def _require_free(
@@ -385,27 +326,4 @@ def _by_identity(
 ) -> Entry:
     item = get_item_by_identity(conn, namespace, subject_id, agent_id, kind, key)
     assert item is not None
-    return _entry(item)
-
-
-def _content(value: Any, statement: str | None) -> str:
-    if isinstance(value, str):
-        return value
-    return statement if statement else ("" if value is None else str(value))
-
-
-def _encode_cursor(item_id: int) -> str:
-    return base64.urlsafe_b64encode(f"before:{item_id}".encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str | None) -> int | None:
-    if not cursor:
-        return None
-    try:
-        decoded = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        label, _, number = decoded.partition(":")
-        if label == "before" and number.isdigit():
-            return int(number)
-    except (ValueError, UnicodeDecodeError):
-        pass
-    raise EntryFieldError("cursor", "cursor is not one this API returned; pass next_cursor as it came back")
+    return entry_of(item)

@@ -19,7 +19,8 @@ knowledge). Rules (issue 5 item 4, seed 004):
   and key (a renamed entry).
 
 The caller owns the transaction. Embeddings are left null for tasks/embed.py to fill (and reset to null when
-the statement changes); the full-text vector is computed here.
+the statement changes); the full-text vector is computed here. The SQL that reads the current row and writes
+items and versions is in strataflow.memory.item_versions.
 """
 
 from __future__ import annotations
@@ -27,15 +28,24 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from models.common import DEFAULT_IMPORTANCE, MemoryKind
 from models.vocabulary import SNAKE_KEY
-from strataflow.textsearch import TSVECTOR_SQL, fts_parts
+from strataflow.memory.item_versions import (
+    CurrentItem,
+    history_has_value,
+    insert_item,
+    next_valid_from,
+    record_version,
+    replace_current,
+    select_by_id,
+    select_current,
+)
+from strataflow.textsearch import fts_parts
 
 NEW = "new"
 CONTENT_MODIFIED = "content_modified"
@@ -44,97 +54,6 @@ UNCHANGED = "unchanged"
 KEPT_OLDER = "kept_older"
 MANUAL_PROTECTED = "manual_protected"
 CHANGED_ACTIONS = frozenset({NEW, CONTENT_MODIFIED, MODIFIED})
-
-CURRENT_COLUMNS = """
-    item_id, value, statement, category, importance, confidence, status, source, version, valid_from,
-    kind, key, name, description, entry_type, is_shared
-"""
-SELECT_CURRENT = text(
-    f"""
-    select {CURRENT_COLUMNS}
-    from memory_items
-    where namespace = :namespace and subject_id = :subject_id and agent_id is not distinct from :agent_id
-        and kind = :kind and key = :key
-    for update
-    """
-)
-SELECT_CURRENT_BY_ID = text(f"select {CURRENT_COLUMNS} from memory_items where item_id = :item_id for update")
-INSERT_ITEM = text(
-    f"""
-    insert into memory_items (namespace, subject_id, agent_id, kind, key, value, statement, category,
-        importance, confidence, source, version, valid_from, fts, source_message_ids, metadata, run_id,
-        prompt_version, model, name, description, entry_type, is_shared)
-    values (:namespace, :subject_id, :agent_id, :kind, :key, cast(:value as jsonb), :statement, :category,
-        :importance, :confidence, :source, 1, :event_at, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
-        :source_message_ids, cast(:metadata as jsonb), :run_id, :prompt_version, :model, :name, :description,
-        :entry_type, coalesce(cast(:is_shared as boolean), false))
-    on conflict (namespace, subject_id, agent_id, kind, key) do nothing
-    returning item_id
-    """
-)
-UPDATE_ITEM = text(
-    f"""
-    update memory_items set
-        value = cast(:value as jsonb), statement = :statement, category = :category, importance = :importance,
-        confidence = :confidence, status = :status, source = :source, version = :version,
-        valid_from = :event_at, recorded_at = now(), updated_at = now(),
-        embedding = case when statement is distinct from :statement then null else embedding end,
-        embedding_model = case when statement is distinct from :statement then null else embedding_model end,
-        fts = {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
-        source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
-        run_id = :run_id, prompt_version = :prompt_version, model = :model,
-        kind = :kind, key = :key, name = :name, description = :description, entry_type = :entry_type,
-        is_shared = coalesce(cast(:is_shared as boolean), false),
-        confirmed_model = null, confirmed_prompt_version = null, confirmed_run_id = null, confirmed_at = null
-    where item_id = :item_id
-    """
-)
-# History is written through security definer functions (sql/101): agent roles have no direct write on
-# memory_item_versions; the functions take namespace, subject, kind and key from the item itself.
-CLOSE_VERSION = text("select strataflow_close_item_version(:item_id, cast(:version as integer), :event_at)")
-INSERT_VERSION = text(
-    """
-    select strataflow_record_item_version(cast(:item_id as bigint), cast(:version as integer), :action,
-        cast(:value as jsonb), :statement, :category, cast(:importance as integer), cast(:confidence as real),
-        :status, :source, :event_at, :valid_to, cast(:superseded as boolean),
-        cast(:source_message_ids as bigint[]), cast(:run_id as uuid), :prompt_version, :model, :note)
-    """
-)
-SELECT_HISTORY_DUPLICATE = text(
-    """
-    select 1 from memory_item_versions
-    where item_id = :item_id and namespace = :namespace and valid_from = :event_at
-      and value = cast(:value as jsonb)
-    limit 1
-    """
-)
-SELECT_NEXT_VALID_FROM = text(
-    """
-    select min(valid_from) from memory_item_versions
-    where item_id = :item_id and namespace = :namespace and valid_from > :event_at and note is null
-    """
-)
-
-
-@dataclass(frozen=True)
-class _Current:
-    item_id: int
-    value: Any
-    statement: str | None
-    category: str | None
-    importance: int
-    confidence: float
-    status: str
-    source: str
-    version: int
-    valid_from: datetime
-    kind: str
-    key: str
-    name: str | None
-    description: str | None
-    entry_type: str | None
-    is_shared: bool
-
 
 ENTRY_FIELDS = ("name", "description", "entry_type", "is_shared")
 
@@ -189,25 +108,25 @@ def upsert_item(
     )  # fmt: skip
     row.update(name=name, description=description, entry_type=entry_type, is_shared=is_shared)
     if item_id is not None:
-        current = _select_by_id(conn, item_id)
+        current = select_by_id(conn, item_id)
         if current is None:
             raise LookupError(f"memory item {item_id} does not exist")
     else:
-        current = _select_current(conn, row)
+        current = select_current(conn, row)
     if current is None:
         _entry_fields(row, None)
-        item_id = conn.execute(INSERT_ITEM, row).scalar()
+        item_id = insert_item(conn, row)
         if item_id is not None:
-            _insert_version(conn, row, item_id, 1, NEW)
+            record_version(conn, row, item_id, 1, NEW)
             return NEW
-        current = _select_current(conn, row)  # a concurrent writer inserted it first
+        current = select_current(conn, row)  # a concurrent writer inserted it first
         assert current is not None
     _entry_fields(row, current)
     same_value = current.value == value
     if current.status == "deleted":
         if event_at <= current.valid_from:
             return _keep_in_history(conn, row, current, KEPT_OLDER, "older than the deletion; not restored")
-        return _replace(conn, row, current, NEW)
+        return replace_current(conn, row, current, NEW)
     if same_value and _same_details(current, row):
         return UNCHANGED
     if event_at < current.valid_from:
@@ -220,7 +139,7 @@ def upsert_item(
         return _keep_in_history(
             conn, row, current, MANUAL_PROTECTED, "extracted value kept out of a manually edited item"
         )
-    return _replace(conn, row, current, MODIFIED if same_value else CONTENT_MODIFIED)
+    return replace_current(conn, row, current, MODIFIED if same_value else CONTENT_MODIFIED)
 
 
 def delete_item(
@@ -239,7 +158,7 @@ def delete_item(
     is no active item."""
     kind = MemoryKind(kind).value
     probe = {"namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind, "key": key}
-    current = _select_current(conn, probe)
+    current = select_current(conn, probe)
     if current is None or current.status == "deleted":
         return False
     row = _row(
@@ -250,7 +169,7 @@ def delete_item(
     row.update({name: KEEP for name in ENTRY_FIELDS})
     _entry_fields(row, current)
     row["status"] = "deleted"
-    _replace(conn, row, current, "deleted")
+    replace_current(conn, row, current, "deleted")
     return True
 
 
@@ -303,19 +222,7 @@ def _value_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _select_current(conn: Connection, row: Mapping[str, Any]) -> _Current | None:
-    found = conn.execute(
-        SELECT_CURRENT, {k: row[k] for k in ("namespace", "subject_id", "agent_id", "kind", "key")}
-    ).first()
-    return None if found is None else _Current(*found)
-
-
-def _select_by_id(conn: Connection, item_id: int) -> _Current | None:
-    found = conn.execute(SELECT_CURRENT_BY_ID, {"item_id": item_id}).first()
-    return None if found is None else _Current(*found)
-
-
-def _entry_fields(row: dict[str, Any], current: _Current | None) -> None:
+def _entry_fields(row: dict[str, Any], current: CurrentItem | None) -> None:
     """Entry fields not given keep the current item's values; the full-text vector also covers name and
     description (a name in Chinese is searchable although its key is not)."""
     for name in ENTRY_FIELDS:
@@ -329,7 +236,7 @@ def _entry_fields(row: dict[str, Any], current: _Current | None) -> None:
         row.update(fts_en=fts_en, fts_zh=fts_zh)
 
 
-def _same_details(current: _Current, row: Mapping[str, Any]) -> bool:
+def _same_details(current: CurrentItem, row: Mapping[str, Any]) -> bool:
     return (
         all(getattr(current, name) == row[name] for name in ("kind", "key", *ENTRY_FIELDS))
         and current.statement == row["statement"]
@@ -339,32 +246,21 @@ def _same_details(current: _Current, row: Mapping[str, Any]) -> bool:
     )
 
 
-def _replace(conn: Connection, row: dict[str, Any], current: _Current, action: str) -> str:
-    """Close the current version and make row the current one (version + 1)."""
-    version = current.version + 1
-    conn.execute(
-        CLOSE_VERSION, {"item_id": current.item_id, "version": current.version, "event_at": row["event_at"]}
-    )
-    conn.execute(UPDATE_ITEM, {**row, "item_id": current.item_id, "version": version})
-    _insert_version(conn, row, current.item_id, version, action)
-    return action
-
-
 def _keep_in_history(
-    conn: Connection, row: dict[str, Any], current: _Current, outcome: str, note: str
+    conn: Connection, row: dict[str, Any], current: CurrentItem, outcome: str, note: str
 ) -> str:
     """Record a statement that does not become current: a history row with its own valid interval."""
     params = {
         "item_id": current.item_id, "namespace": row["namespace"], "event_at": row["event_at"],
         "value": row["value"],
     }  # fmt: skip
-    if conn.execute(SELECT_HISTORY_DUPLICATE, params).first() is not None:
+    if history_has_value(conn, params):
         return UNCHANGED
-    valid_to = conn.execute(SELECT_NEXT_VALID_FROM, params).scalar()
+    valid_to = next_valid_from(conn, params)
     if outcome == MANUAL_PROTECTED:
         valid_to = None
     history_action = CONTENT_MODIFIED if current.value != row["raw_value"] else MODIFIED
-    _insert_version(
+    record_version(
         conn,
         row,
         current.item_id,
@@ -375,27 +271,3 @@ def _keep_in_history(
         note=note,
     )
     return outcome
-
-
-def _insert_version(
-    conn: Connection,
-    row: Mapping[str, Any],
-    item_id: int,
-    version: int,
-    action: str,
-    valid_to: datetime | None = None,
-    superseded: bool = False,
-    note: str | None = None,
-) -> None:
-    conn.execute(
-        INSERT_VERSION,
-        {
-            **row,
-            "item_id": item_id,
-            "version": version,
-            "action": action,
-            "valid_to": valid_to,
-            "superseded": superseded,
-            "note": note,
-        },
-    )

@@ -32,7 +32,7 @@ ROUTERS = (health.router, messages.router, context.router, memories.router, prof
 def warm_up(settings: Settings) -> None:
     """Load what the first request would otherwise wait for: the embedding model and the token counter."""
     from strataflow.llm.embeddings import get_embedder
-    from strataflow.retrieval.context import count_tokens
+    from strataflow.retrieval.context_budget import count_tokens
 
     get_embedder(settings).encode(["warm up"])
     count_tokens("warm up")

@@ -1,5 +1,5 @@
-"""Seed 003 entries in the library (strataflow.memory.entries): names in any language, the seed's types, agent
-scope, versioned updates, paging, search, and the memory system prompt."""
+"""Seed 003 entries in the library (strataflow.memory.entries and its entry_fields): names in any language,
+the seed's types, agent scope, versioned updates, paging, search, and the memory system prompt."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.memory import entries
+from strataflow.memory import entries, entry_fields
 from strataflow.memory.prompts import memory_system_prompt
 
 
@@ -34,12 +34,12 @@ def test_an_entry_with_a_chinese_name_comes_back_with_its_name_type_and_kind(
     ],
 )
 def test_the_key_of_a_name_is_stable_and_distinct_names_get_distinct_keys(name: str, key: str | None) -> None:
-    assert entries.entry_key(name) == entries.entry_key(f"  {name} ")
+    assert entry_fields.entry_key(name) == entry_fields.entry_key(f"  {name} ")
     if key is not None:
-        assert entries.entry_key(name) == key
+        assert entry_fields.entry_key(name) == key
     else:
-        assert entries.entry_key(name).startswith("sprint_goal_q3_")
-    assert entries.entry_key(name) != entries.entry_key(name + "x")
+        assert entry_fields.entry_key(name).startswith("sprint_goal_q3_")
+    assert entry_fields.entry_key(name) != entry_fields.entry_key(name + "x")
 
 
 def test_a_name_is_unique_per_subject_and_agent_and_an_agents_entry_is_private_unless_shared(
@@ -87,7 +87,7 @@ def test_update_changes_type_name_and_description_with_history(conn: Connection,
         conn, namespace, saved.id, entry_type="user", name="Code style", description="before editing code"
     )
     assert (updated.id, updated.type, updated.kind, updated.name, updated.key, updated.version) == (
-        saved.id, "user", "fact", "Code style", entries.entry_key("Code style"), 2,
+        saved.id, "user", "fact", "Code style", entry_fields.entry_key("Code style"), 2,
     )  # fmt: skip
     assert (updated.description, updated.content) == ("before editing code", "Do not reformat code")
     content = entries.update_entry(conn, namespace, saved.id, content="Never reformat code")
@@ -120,7 +120,7 @@ def test_renaming_onto_a_taken_name_is_a_conflict_and_bad_fields_are_named(
         (lambda: entries.save_entry(conn, namespace, "u1", "user", "n", "a\x00b"), "content"),
         (lambda: entries.list_entries(conn, namespace, cursor="not-a-cursor"), "cursor"),
     ]:
-        with pytest.raises(entries.EntryFieldError) as caught:
+        with pytest.raises(entry_fields.EntryFieldError) as caught:
             call()
         assert caught.value.field == field
 

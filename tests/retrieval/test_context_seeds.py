@@ -13,7 +13,8 @@ from sqlalchemy import Engine, text
 from strataflow.config import Settings
 from strataflow.memory.profiles import set_profile_status
 from strataflow.memory.store import upsert_item
-from strataflow.retrieval.context import build_context, count_tokens
+from strataflow.retrieval.context import build_context
+from strataflow.retrieval.context_budget import count_tokens
 from strataflow.retrieval.context_parts import resolve_intent
 from tasks.embed import embed_pending
 from tasks.hot_memory import refresh_hot_memory

@@ -3,8 +3,9 @@ English, registered with litellm's custom provider hook so the default settings,
 real litellm calls with no key and no network.
 
 Modules: numbers (numerals, units, ranges), aliases (the documented abbreviation dictionary), text (clauses,
-guards, key slugs), rules_zh / rules_en / rules_team (one function per field), extract (the extract stage),
-summarize (rollup, reflect, hot_summary), provider (the litellm CustomLLM and its registration).
+guards, key slugs), rules_zh / rules_en / rules_team (one function per field; patterns_en holds the English
+regex fragments and word tables), extract (the extract stage), summarize (rollup, reflect, hot_summary),
+provider (the litellm CustomLLM and its registration).
 Importing this package is cheap: litellm and jieba load on first use.
 """
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from strataflow.llm.offline import aliases
 from strataflow.llm.offline.numbers import EN_NUMBER, parse_quantity
-from strataflow.llm.offline.rules_en import CHANNELS, HOLD_CUE, IGNORE, INTENT_CUE, TIMELINE, _find
+from strataflow.llm.offline.patterns_en import CHANNELS, HOLD_CUE, IGNORE, INTENT_CUE, TIMELINE
+from strataflow.llm.offline.rules_en import _find
 from strataflow.llm.offline.rules_zh_life import language_scores  # test names are language-neutral
 from strataflow.llm.offline.text import INTENT_GUARDS, Finding, slug
 

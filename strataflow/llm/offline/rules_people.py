@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from strataflow.llm.offline.rules_en import TITLE_NOUN
+from strataflow.llm.offline.patterns_en import TITLE_NOUN
 from strataflow.llm.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
 from strataflow.llm.offline.rules_zh import PERSON_ADDRESS
 from strataflow.llm.offline.text import CJK, Finding, cut, is_chinese, slug

@@ -1,0 +1,182 @@
+"""The SQL of an L2 write: one memory item's current row and its versions.
+
+strataflow.memory.store decides what a statement does to an item (the rules in its docstring); this module
+reads the item's current row under a row lock and writes the outcome: a new item, a replaced current version
+(close the old one, update the row, record the new one) or a version kept only in history. The row is the
+parameter dict the store builds (value as JSON, full-text parts, entry fields already resolved).
+
+History is written through security definer functions (sql/101): agent roles have no direct write on
+memory_item_versions; the functions take namespace, subject, kind and key from the item itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from strataflow.textsearch import TSVECTOR_SQL
+
+CURRENT_COLUMNS = """
+    item_id, value, statement, category, importance, confidence, status, source, version, valid_from,
+    kind, key, name, description, entry_type, is_shared
+"""
+SELECT_CURRENT = text(
+    f"""
+    select {CURRENT_COLUMNS}
+    from memory_items
+    where namespace = :namespace and subject_id = :subject_id and agent_id is not distinct from :agent_id
+        and kind = :kind and key = :key
+    for update
+    """
+)
+SELECT_CURRENT_BY_ID = text(f"select {CURRENT_COLUMNS} from memory_items where item_id = :item_id for update")
+INSERT_ITEM = text(
+    f"""
+    insert into memory_items (namespace, subject_id, agent_id, kind, key, value, statement, category,
+        importance, confidence, source, version, valid_from, fts, source_message_ids, metadata, run_id,
+        prompt_version, model, name, description, entry_type, is_shared)
+    values (:namespace, :subject_id, :agent_id, :kind, :key, cast(:value as jsonb), :statement, :category,
+        :importance, :confidence, :source, 1, :event_at, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
+        :source_message_ids, cast(:metadata as jsonb), :run_id, :prompt_version, :model, :name, :description,
+        :entry_type, coalesce(cast(:is_shared as boolean), false))
+    on conflict (namespace, subject_id, agent_id, kind, key) do nothing
+    returning item_id
+    """
+)
+UPDATE_ITEM = text(
+    f"""
+    update memory_items set
+        value = cast(:value as jsonb), statement = :statement, category = :category, importance = :importance,
+        confidence = :confidence, status = :status, source = :source, version = :version,
+        valid_from = :event_at, recorded_at = now(), updated_at = now(),
+        embedding = case when statement is distinct from :statement then null else embedding end,
+        embedding_model = case when statement is distinct from :statement then null else embedding_model end,
+        fts = {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
+        source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
+        run_id = :run_id, prompt_version = :prompt_version, model = :model,
+        kind = :kind, key = :key, name = :name, description = :description, entry_type = :entry_type,
+        is_shared = coalesce(cast(:is_shared as boolean), false),
+        confirmed_model = null, confirmed_prompt_version = null, confirmed_run_id = null, confirmed_at = null
+    where item_id = :item_id
+    """
+)
+CLOSE_VERSION = text("select strataflow_close_item_version(:item_id, cast(:version as integer), :event_at)")
+INSERT_VERSION = text(
+    """
+    select strataflow_record_item_version(cast(:item_id as bigint), cast(:version as integer), :action,
+        cast(:value as jsonb), :statement, :category, cast(:importance as integer), cast(:confidence as real),
+        :status, :source, :event_at, :valid_to, cast(:superseded as boolean),
+        cast(:source_message_ids as bigint[]), cast(:run_id as uuid), :prompt_version, :model, :note)
+    """
+)
+SELECT_HISTORY_DUPLICATE = text(
+    """
+    select 1 from memory_item_versions
+    where item_id = :item_id and namespace = :namespace and valid_from = :event_at
+      and value = cast(:value as jsonb)
+    limit 1
+    """
+)
+SELECT_NEXT_VALID_FROM = text(
+    """
+    select min(valid_from) from memory_item_versions
+    where item_id = :item_id and namespace = :namespace and valid_from > :event_at and note is null
+    """
+)
+
+
+@dataclass(frozen=True)
+class CurrentItem:
+    """The current row of an item, as the store compares a new statement with it."""
+
+    item_id: int
+    value: Any
+    statement: str | None
+    category: str | None
+    importance: int
+    confidence: float
+    status: str
+    source: str
+    version: int
+    valid_from: datetime
+    kind: str
+    key: str
+    name: str | None
+    description: str | None
+    entry_type: str | None
+    is_shared: bool
+
+
+def select_current(conn: Connection, row: Mapping[str, Any]) -> CurrentItem | None:
+    """The current row of (namespace, subject, agent, kind, key), locked for update; None if there is none."""
+    found = conn.execute(
+        SELECT_CURRENT, {k: row[k] for k in ("namespace", "subject_id", "agent_id", "kind", "key")}
+    ).first()
+    return None if found is None else CurrentItem(*found)
+
+
+def select_by_id(conn: Connection, item_id: int) -> CurrentItem | None:
+    """The current row of the item with this id, locked for update; None when there is none."""
+    found = conn.execute(SELECT_CURRENT_BY_ID, {"item_id": item_id}).first()
+    return None if found is None else CurrentItem(*found)
+
+
+def insert_item(conn: Connection, row: Mapping[str, Any]) -> int | None:
+    """Insert row as version 1 of a new item and return its id; None when a concurrent writer inserted the
+    same identity first. The caller records the version."""
+    item_id: int | None = conn.execute(INSERT_ITEM, row).scalar()
+    return item_id
+
+
+def replace_current(conn: Connection, row: Mapping[str, Any], current: CurrentItem, action: str) -> str:
+    """Close the current version and make row the current one (version + 1, recorded with action); returns
+    action."""
+    version = current.version + 1
+    conn.execute(
+        CLOSE_VERSION, {"item_id": current.item_id, "version": current.version, "event_at": row["event_at"]}
+    )
+    conn.execute(UPDATE_ITEM, {**row, "item_id": current.item_id, "version": version})
+    record_version(conn, row, current.item_id, version, action)
+    return action
+
+
+def history_has_value(conn: Connection, params: Mapping[str, Any]) -> bool:
+    """Whether the item's history already holds this value from this event time (params: item_id,
+    namespace, event_at, value)."""
+    return conn.execute(SELECT_HISTORY_DUPLICATE, params).first() is not None
+
+
+def next_valid_from(conn: Connection, params: Mapping[str, Any]) -> datetime | None:
+    """The earliest start of a later version in the item's history (params as history_has_value); None when
+    there is none."""
+    valid_from: datetime | None = conn.execute(SELECT_NEXT_VALID_FROM, params).scalar()
+    return valid_from
+
+
+def record_version(
+    conn: Connection,
+    row: Mapping[str, Any],
+    item_id: int,
+    version: int,
+    action: str,
+    valid_to: datetime | None = None,
+    superseded: bool = False,
+    note: str | None = None,
+) -> None:
+    """One row of memory_item_versions for row (through strataflow_record_item_version)."""
+    conn.execute(
+        INSERT_VERSION,
+        {
+            **row,
+            "item_id": item_id,
+            "version": version,
+            "action": action,
+            "valid_to": valid_to,
+            "superseded": superseded,
+            "note": note,
+        },
+    )
