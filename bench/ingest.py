@@ -114,19 +114,21 @@ def clean(engine: Engine, first: datetime, last: datetime) -> None:
             conn.execute(text("delete from message_keys where namespace = :ns"), {"ns": namespace})
             conn.execute(text("delete from watermarks where namespace = :ns"), {"ns": namespace})
         conn.execute(text(f"drop table if exists {COPY_TABLE}"))
-        for (partition,) in conn.execute(SELECT_PARTITIONS, {"names": week_partitions(first, last)}).all():
+        names = [f"conversation_messages_w{week:%G_%V}" for week in bench_weeks(first, last)]
+        for (partition,) in conn.execute(SELECT_PARTITIONS, {"names": names}).all():
             if not conn.execute(text(f"select exists (select from {partition})")).scalar():
                 conn.execute(text(f"drop table {partition}"))
 
 
-def week_partitions(first: datetime, last: datetime) -> list[str]:
-    """Names of the L1 partitions of the UTC weeks from the one before first to the one after last."""
+def bench_weeks(first: datetime, last: datetime) -> list[datetime]:
+    """The Mondays (00:00 UTC) of the weeks from the one before first's to last's: the copy table's
+    partitions, and the L1 partitions the bench may leave behind."""
     week = (first - timedelta(days=first.weekday() + 7)).replace(hour=0, minute=0, second=0, microsecond=0)
-    names = []
-    while week <= last + timedelta(days=7):
-        names.append(f"conversation_messages_w{week.strftime('%G_%V')}")
+    weeks = []
+    while week <= last:
+        weeks.append(week)
         week += timedelta(days=7)
-    return names
+    return weeks
 
 
 def prepare(engine: Engine, first: datetime, last: datetime) -> None:
@@ -140,17 +142,13 @@ def prepare(engine: Engine, first: datetime, last: datetime) -> None:
             )
         )
         conn.execute(text("select ensure_message_partitions(:lo, :hi)"), {"lo": first, "hi": last})
-        week = first - timedelta(days=first.weekday() + 7)
-        week = week.replace(hour=0, minute=0, second=0, microsecond=0)
-        while week <= last:
-            suffix = week.strftime("%G_%V")
+        for week in bench_weeks(first, last):
             conn.execute(
                 text(
-                    f"create table {COPY_TABLE}_w{suffix} partition of {COPY_TABLE} "
+                    f"create table {COPY_TABLE}_w{week:%G_%V} partition of {COPY_TABLE} "
                     f"for values from ('{week.isoformat()}') to ('{(week + timedelta(days=7)).isoformat()}')"
                 )
             )
-            week += timedelta(days=7)
 
 
 def settle(engine: Engine) -> None:
