@@ -8,9 +8,6 @@ a home made by an older strataflow) secures it once: the owner (postgres) gets a
 other login role without a password gets one (strataflow.db.passwords keeps them, mode 0600), and
 pg_hba.conf is rewritten to scram-sha-256 for every role and reloaded. From then on a URL without the right
 password is refused, the owner's included.
-
-Settings: the server a home starts gets shared buffers and WAL buffers sized for bulk writes (SERVER_SETTINGS,
-applied with ALTER SYSTEM and one restart when a home is first secured, or on the first start by this code).
 """
 
 from __future__ import annotations
@@ -53,24 +50,6 @@ SELECT_ROLES_WITHOUT_PASSWORD = (
 )
 
 
-# PostgreSQL's defaults (128 MB of shared buffers, 4 MB of WAL buffers) are sized for small machines. Under a
-# bulk ingest (200k messages: about 350 MB of WAL and 250 MB of table and index pages) they make every writer
-# write WAL itself 8 kB at a time whenever the buffers fill (38k writes, under one lock both writers take) and
-# evict dirty pages itself (10-14k writes). With these, neither happens during an ingest: the WAL writer and
-# the checkpointer write in the background (docs/ingest-performance.md). Shared buffers: an eighth of the
-# machine's memory, between 128 MB and 1 GB.
-WAL_BUFFERS_MB = 64
-SHARED_BUFFERS_MB = (128, 1024)
-PAGE_KB = 8  # pg_settings counts both in 8 kB pages
-
-
-def server_settings() -> dict[str, int]:
-    """The settings (in MB) this module gives the embedded server: shared_buffers and wal_buffers."""
-    memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    low, high = SHARED_BUFFERS_MB
-    return {"shared_buffers": min(high, max(low, memory_mb // 8)), "wal_buffers": WAL_BUFFERS_MB}
-
-
 class EmbeddedAuthError(RuntimeError):
     """The embedded server requires a password this home does not have; the message says what to do."""
 
@@ -89,7 +68,6 @@ def ensure_running(home: Path) -> str:
     """Start (or reuse) the embedded server for this home, secured; return the owner's libpq URI."""
     pgdata = pgdata_dir(home)
     uri = _running_uri(pgdata) if pgdata.exists() else None
-    started = uri is None
     if uri is None:
         home.mkdir(parents=True, exist_ok=True)
         import pgserver
@@ -106,39 +84,7 @@ def ensure_running(home: Path) -> str:
             f"{passwords.owner_password_path(home)} is missing: restore that file (mode 0600) from a backup "
             "of this STRATAFLOW_HOME"
         )
-    owner_uri = with_login(uri, OWNER, password)
-    if started:  # a home secured before SERVER_SETTINGS existed gets them when this code first starts it
-        with _home_lock(home):
-            _apply_settings(pgdata, owner_uri)
-    return owner_uri
-
-
-def _apply_settings(pgdata: Path, owner_uri: str) -> None:
-    """Give the server server_settings() and restart it, unless it runs with them already."""
-    import psycopg
-
-    wanted = server_settings()
-    with psycopg.connect(owner_uri, autocommit=True) as conn:
-        query = "select name, setting::bigint from pg_settings where name = any(%s)"
-        current: dict[str, int] = {name: pages for name, pages in conn.execute(query, [list(wanted)])}
-        if all(current.get(name) == mb * 1024 // PAGE_KB for name, mb in wanted.items()):
-            return
-        for name, mb in wanted.items():
-            conn.execute(f"alter system set {name} = '{int(mb)}MB'")
-    logger.info("restarting the embedded PostgreSQL under %s with %s", pgdata, wanted)
-    _restart(pgdata)
-
-
-def _restart(pgdata: Path) -> None:
-    """Restart the server on pgdata with the options it was started with (pg_ctl keeps them)."""
-    from pgserver._commands import POSTGRES_BIN_PATH
-
-    result = _run_as_server_user(
-        [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "-l", str(pgdata / "log"),
-         "restart"]
-    )  # fmt: skip
-    if result.returncode != 0:
-        raise RuntimeError(f"pg_ctl restart failed for {pgdata}: {result.stderr.strip()}")
+    return with_login(uri, OWNER, password)
 
 
 def with_login(uri: str, user: str, password: str) -> str:
@@ -195,10 +141,7 @@ def _secure(home: Path, pgdata: Path, uri: str) -> None:
                 password = passwords.role_password(home, role) or passwords.generate_password()
                 passwords.store_role_password(home, role, password)
                 passwords.set_password(conn, role, password)
-        # Before pg_hba.conf is secured, every other process waits for this lock: a restart drops nobody.
-        _apply_settings(pgdata, with_login(uri, OWNER, owner_password))
-        _write_hba(pgdata)
-        with psycopg.connect(with_login(uri, OWNER, owner_password), autocommit=True) as conn:
+            _write_hba(pgdata)
             conn.execute("select pg_reload_conf()")
 
 

@@ -55,18 +55,3 @@ def test_second_process_reuses_the_running_embedded_server(engine, settings, str
     )
     assert out.stdout.strip() == libpq_url(settings)
     assert PostmasterInfo.read_from_pgdata(strataflow_home / "pg").pid == pid_before
-
-
-def test_embedded_server_runs_with_bulk_write_buffers(engine) -> None:
-    """A new home's server is restarted once with server_settings(), so a bulk ingest's writers neither write
-    WAL 8 kB at a time nor evict dirty pages themselves (strataflow/db/embedded.py)."""
-    from sqlalchemy import text
-
-    from strataflow.db import embedded
-
-    wanted = embedded.server_settings()
-    assert wanted["wal_buffers"] == 64 and 128 <= wanted["shared_buffers"] <= 1024
-    query = "select name, setting::bigint from pg_settings where name in ('shared_buffers', 'wal_buffers')"
-    with engine.connect() as conn:
-        running = {name: pages for name, pages in conn.execute(text(query)).all()}
-    assert running == {name: mb * 1024 // embedded.PAGE_KB for name, mb in wanted.items()}
