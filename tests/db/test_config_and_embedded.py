@@ -55,3 +55,17 @@ def test_second_process_reuses_the_running_embedded_server(engine, settings, str
     )
     assert out.stdout.strip() == libpq_url(settings)
     assert PostmasterInfo.read_from_pgdata(strataflow_home / "pg").pid == pid_before
+
+
+def test_embedded_server_runs_with_bulk_write_buffers(engine) -> None:
+    """A new home's server is restarted once with SERVER_SETTINGS_MB, so a bulk ingest's writers do not write
+    WAL 8 kB at a time whenever PostgreSQL's default 4 MB of WAL buffers fill (strataflow/db/embedded.py)."""
+    from sqlalchemy import text
+
+    from strataflow.db import embedded
+
+    query = "select setting::bigint from pg_settings where name = 'wal_buffers'"
+    with engine.connect() as conn:
+        pages = conn.execute(text(query)).scalar_one()
+    assert embedded.SERVER_SETTINGS_MB == {"wal_buffers": 64}
+    assert pages == 64 * 1024 // embedded.PAGE_KB
