@@ -1,7 +1,7 @@
 """Ingest throughput vs a raw COPY of the same rows: `python -m bench.ingest [--rows N]`.
 
 Generates N English chat messages as a JSONL file (streamed to disk), then in the same run, --rounds times
-(default 3), each round on fresh tables (the previous round's rows removed, their emptied partitions
+(default 5), each round on fresh tables (the previous round's rows removed, their emptied partitions
 dropped):
 - baseline: stream that file, json-parse each line and COPY its columns (plus message_id, content_hash and
   expires_at, which the table requires) into bench_copy_messages, a table partitioned and indexed exactly
@@ -11,8 +11,9 @@ dropped):
   through the bulk pipeline of strataflow/ingest/pipeline.py (docs/ingest-performance.md).
 `ratio` is the median of the rounds' COPY-over-ingest ratios (`round_ratios`): each ingest is paired with the
 baseline measured just before it, and the median of a few rounds is steadier than one pair on a shared
-machine, where one run's rate moves by a fifth. The first round also carries the process's first ingest
-(the full-text lexicon asks the database for the file's words: 0.02 s here); later rounds do not.
+machine, where one run's rate moves by a fifth; now and then one round comes out near half the others, and
+with five rounds one such round does not set the median. The first round also carries the process's first
+ingest (the full-text lexicon asks the database for the file's words: 0.02 s here); later rounds do not.
 Then the ingest path alone on a smaller half-Chinese file (jieba segmentation) for zh_rows_per_s, and on an
 English file of the same size for en_small_rows_per_s: a file of a few thousand rows goes slower per row
 than 200k (the pipeline's start and its ramped first and last chunks weigh more), so `zh_share`, Chinese
@@ -228,8 +229,8 @@ def main() -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=3,
-        help="Baseline-then-ingest rounds; ratio is the median of the rounds' ratios (default 3).",
+        default=5,
+        help="Baseline-then-ingest rounds; ratio is the median of the rounds' ratios (default 5).",
     )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
