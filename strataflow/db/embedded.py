@@ -109,28 +109,28 @@ def _apply_settings(pgdata: Path, owner_uri: str) -> None:
     """Give the server SERVER_SETTINGS_MB and restart it, unless it runs with them already."""
     import psycopg
 
-    wanted = SERVER_SETTINGS_MB
     with psycopg.connect(owner_uri, autocommit=True) as conn:
         query = "select name, setting::bigint from pg_settings where name = any(%s)"
-        current: dict[str, int] = {name: pages for name, pages in conn.execute(query, [list(wanted)])}
-        if all(current.get(name) == mb * 1024 // PAGE_KB for name, mb in wanted.items()):
+        current: dict[str, int] = {
+            name: pages for name, pages in conn.execute(query, [list(SERVER_SETTINGS_MB)])
+        }
+        if all(current.get(name) == mb * 1024 // PAGE_KB for name, mb in SERVER_SETTINGS_MB.items()):
             return
-        for name, mb in wanted.items():
+        for name, mb in SERVER_SETTINGS_MB.items():
             conn.execute(f"alter system set {name} = '{int(mb)}MB'")
-    logger.info("restarting the embedded PostgreSQL under %s with %s", pgdata, wanted)
-    _restart(pgdata)
+    logger.info("restarting the embedded PostgreSQL under %s with %s", pgdata, SERVER_SETTINGS_MB)
+    _fast_pg_ctl(pgdata, "restart", "-l", str(pgdata / "log"))
 
 
-def _restart(pgdata: Path) -> None:
-    """Restart the server on pgdata with the options it was started with (pg_ctl keeps them)."""
+def _fast_pg_ctl(pgdata: Path, action: str, *options: str) -> None:
+    """A `pg_ctl -m fast` action (stop, restart) on pgdata, waited for; a failure raises with pg_ctl's error.
+    A restart reuses the options the server was started with (pg_ctl keeps them)."""
     from pgserver._commands import POSTGRES_BIN_PATH
 
-    result = _run_as_server_user(
-        [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "-l", str(pgdata / "log"),
-         "restart"]
-    )  # fmt: skip
+    command = [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", *options, action]
+    result = _run_as_server_user(command)
     if result.returncode != 0:
-        raise RuntimeError(f"pg_ctl restart failed for {pgdata}: {result.stderr.strip()}")
+        raise RuntimeError(f"pg_ctl {action} failed for {pgdata}: {result.stderr.strip()}")
 
 
 def with_login(uri: str, user: str, password: str) -> str:
@@ -238,16 +238,9 @@ def _quote(arg: str) -> str:
 
 def stop(home: Path) -> bool:
     """Stop the embedded server of this home. Returns False when none was running."""
-    from pgserver._commands import POSTGRES_BIN_PATH
-
-    pgdata = pgdata_dir(home)
     if not is_running(home):
         return False
-    result = _run_as_server_user(
-        [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"]
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"pg_ctl stop failed for {pgdata}: {result.stderr.strip()}")
+    _fast_pg_ctl(pgdata_dir(home), "stop")
     return True
 
 
