@@ -10,7 +10,7 @@ free_window):
 - ingest: tasks.ingest.ingest_logs on the same file into namespace bench_ingest (validation, enrichment,
   staging COPY, message_keys dedup, upsert into conversation_messages, full-text vector; no embedding),
   through the bulk pipeline of strataflow/ingest/pipeline.py (docs/ingest-performance.md).
-`ratio` is the median of the rounds' COPY-over-ingest ratios (`round_ratios`): each ingest is paired with the
+`ratio` is the median of the rounds' COPY-over-ingest fractions (`by_round`): each ingest is paired with the
 baseline measured just before it, and the median of a few rounds is steadier than one pair on a shared
 machine, where one run's rate moves by a fifth; now and then one round comes out near half the others, and
 with five rounds one such round does not set the median. The first round also carries the process's first
@@ -19,6 +19,11 @@ Then the ingest path alone on a smaller half-Chinese file (jieba segmentation) f
 English file of the same size for en_small_rows_per_s: a file of a few thousand rows goes slower per row
 than 200k (the pipeline's start and its ramped first and last chunks weigh more), so `zh_share`, Chinese
 over English, compares files of one size.
+Beside the wall times, the CPU seconds of each phase, this process's and the server's (bench/cpu.py):
+`copy_cpu_s`, `ingest_cpu_s`, the cores each phase kept busy (`*_cores_used`) and `cpu_copy_over_ingest`.
+The ingest needs two cores to keep up with a one-thread COPY; a VM that gives the run less shows as
+`ingest_cores_used` well under 2 with `cpu_copy_over_ingest` unchanged, which the wall-time ratio alone
+cannot tell from a slower ingest. (The first round's client CPU includes importing the ingest's modules.)
 Prints one JSON line last (with the 1-minute load average before and after: the machine is shared, and a
 loaded machine lowers the ratio); progress on stderr.
 """
@@ -42,6 +47,7 @@ from pathlib import Path
 import orjson
 from sqlalchemy import Engine, text
 
+from bench import cpu
 from strataflow.config import Settings, load_settings
 from strataflow.db import migrations
 from strataflow.db.engine import engine_for
@@ -234,6 +240,41 @@ def time_ingest(settings: Settings, path: Path, namespace: str) -> tuple[float, 
     return elapsed, result.inserted
 
 
+def cpu_figures(
+    copy_cpu: list[cpu.CpuSample],
+    copy_times: list[float],
+    ingest_cpu: list[cpu.CpuSample],
+    ingest_times: list[float],
+) -> dict[str, object]:
+    """Medians over the rounds of each phase's CPU seconds (this process, the server), the cores each phase
+    kept busy (CPU over wall time), and `cpu_copy_over_ingest`: the baseline's CPU over the ingest's, which
+    does not depend on how many cores the machine gave the run. Server figures are None for a server that is
+    not a local process (bench/cpu.py)."""
+
+    def median(values: list[float | None], digits: int = 2) -> float | None:
+        known = [value for value in values if value is not None]
+        return round(statistics.median(known), digits) if len(known) == len(values) and known else None
+
+    def total(sample: cpu.CpuSample) -> float | None:
+        return None if sample.server_s is None else sample.client_s + sample.server_s
+
+    copy_total, ingest_total = [total(s) for s in copy_cpu], [total(s) for s in ingest_cpu]
+    pairs = list(zip(copy_total, ingest_total, strict=True))
+    return {
+        "copy_cpu_s": {
+            "client": median([s.client_s for s in copy_cpu]),
+            "server": median([s.server_s for s in copy_cpu]),
+        },
+        "ingest_cpu_s": {
+            "client": median([s.client_s for s in ingest_cpu]),
+            "server": median([s.server_s for s in ingest_cpu]),
+        },
+        "copy_cores_used": median([c and c / w for c, w in zip(copy_total, copy_times, strict=True)]),
+        "ingest_cores_used": median([c and c / w for c, w in zip(ingest_total, ingest_times, strict=True)]),
+        "cpu_copy_over_ingest": median([c / i if c and i else None for c, i in pairs], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -270,14 +311,20 @@ def main() -> None:
         write_messages(mixed, zh_rows, 0.5, args.seed + 1, start)
         write_messages(english_small, zh_rows, 0.0, args.seed + 2, start)
         copy_times, ingest_times = [], []
+        copy_cpu, ingest_cpu = [], []  # CPU seconds of each round's phases (bench/cpu.py)
+        postmaster = cpu.postmaster_pid(engine)
         for number in range(1, args.rounds + 1):  # each round on fresh tables (prepare)
             prepare(engine, first, last)
             settle(engine)
             print(f"round {number}/{args.rounds}: timing raw COPY", file=sys.stderr)
+            before = cpu.sample(postmaster)
             copy_times.append(time_copy(engine, settings, english))
+            copy_cpu.append(cpu.used(before, cpu.sample(postmaster)))
             print(f"raw COPY {copy_times[-1]:.1f}s; timing ingest", file=sys.stderr)
             settle(engine)
+            before = cpu.sample(postmaster)
             ingest_s, inserted = time_ingest(settings, english, NAMESPACES[0])
+            ingest_cpu.append(cpu.used(before, cpu.sample(postmaster)))
             ingest_times.append(ingest_s)
             print(f"ingest {ingest_s:.1f}s (ratio {copy_times[-1] / ingest_s:.3f})", file=sys.stderr)
         print("timing half-Chinese ingest", file=sys.stderr)
@@ -294,12 +341,13 @@ def main() -> None:
         "ingest_rows_per_s": round(inserted / statistics.median(ingest_times), 1),
         "copy_rows_per_s": round(args.rows / statistics.median(copy_times), 1),
         "ratio": round(statistics.median(ratios), 3),
-        "round_ratios": [round(ratio, 3) for ratio in ratios],
+        "by_round": [round(ratio, 3) for ratio in ratios],
         "peak_rss_mb": round(peak_rss_mb, 1),
         "zh_rows": zh_inserted,
         "zh_rows_per_s": round(zh_rate, 1),
         "en_small_rows_per_s": round(en_small_rate, 1),
         "zh_share": round(zh_rate / en_small_rate, 3),
+        **cpu_figures(copy_cpu, copy_times, ingest_cpu, ingest_times),
         "chunk_rows": settings.ingest_chunk_rows,
         "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "baseline": BASELINE,
