@@ -24,6 +24,8 @@ Beside the wall times, the CPU seconds of each phase, this process's and the ser
 The ingest needs two cores to keep up with a one-thread COPY; a VM that gives the run less shows as
 `ingest_cores_used` well under 2 with `cpu_copy_over_ingest` unchanged, which the wall-time ratio alone
 cannot tell from a slower ingest. (The first round's client CPU includes importing the ingest's modules.)
+`parallel_capacity`, before and after the rounds, is how many cores' worth of a fixed loop two processes
+get through at once (2.0 on two free cores; bench/cpu.py).
 Prints one JSON line last (with the 1-minute load average before and after: the machine is shared, and a
 loaded machine lowers the ratio); progress on stderr.
 """
@@ -313,6 +315,7 @@ def main() -> None:
         copy_times, ingest_times = [], []
         copy_cpu, ingest_cpu = [], []  # CPU seconds of each round's phases (bench/cpu.py)
         postmaster = cpu.postmaster_pid(engine)
+        capacity = [cpu.parallel_capacity()]
         for number in range(1, args.rounds + 1):  # each round on fresh tables (prepare)
             prepare(engine, first, last)
             settle(engine)
@@ -327,6 +330,7 @@ def main() -> None:
             ingest_cpu.append(cpu.used(before, cpu.sample(postmaster)))
             ingest_times.append(ingest_s)
             print(f"ingest {ingest_s:.1f}s (ratio {copy_times[-1] / ingest_s:.3f})", file=sys.stderr)
+        capacity.append(cpu.parallel_capacity())
         print("timing half-Chinese ingest", file=sys.stderr)
         chinese_tokens("预热")  # load jieba's dictionary outside the timing (once per process)
         zh_s, zh_inserted = time_ingest(settings, mixed, NAMESPACES[1])
@@ -348,6 +352,7 @@ def main() -> None:
         "en_small_rows_per_s": round(en_small_rate, 1),
         "zh_share": round(zh_rate / en_small_rate, 3),
         **cpu_figures(copy_cpu, copy_times, ingest_cpu, ingest_times),
+        "parallel_capacity": capacity,  # before and after the rounds (bench/cpu.py): 2.0 on two free cores
         "chunk_rows": settings.ingest_chunk_rows,
         "load_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "baseline": BASELINE,

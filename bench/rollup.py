@@ -18,8 +18,10 @@ namespace) before the clock starts; before each timing the bench's reports and L
 
 Figures: `scopes_per_s_1` and `scopes_per_s_2` (scope-weeks rolled up per second), `ratio` =
 scopes_per_s_2 / scopes_per_s_1 (target >= 1.6 on 2 cores), `hours_for_10k` = 10,000 / scopes_per_s_1 /
-3600 (target < 1), `peak_rss_mb` (the largest peak RSS of the bench process and its workers). Prints one
-JSON line last; progress on stderr.
+3600 (target < 1), `peak_rss_mb` (the largest peak RSS of the bench process and its workers), and
+`parallel_capacity` before and after the timings (bench/cpu.py: how many cores' worth of a fixed loop two
+processes get through at once; 2.0 on two free cores): `ratio` cannot exceed it, so a low `ratio` beside a
+low capacity is the machine, not the code. Prints one JSON line last; progress on stderr.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, text
 
+from bench import cpu
 from bench.ingest import CHINESE, ENGLISH, PEOPLE, THINGS
 from models.params import Shard
 from strataflow.config import Settings, load_settings
@@ -196,12 +199,14 @@ def main() -> None:
         log(f"loading {args.scopes} scopes x {MESSAGES_PER_SCOPE} messages")
         rows = load(settings, Path(folder), args.scopes, NAMESPACE, args.seed)
         load(settings, Path(folder), WARM_SCOPES, WARM_NAMESPACE, args.seed + 1)
-    log(f"{rows} rows ingested; timing the rollup on one worker")
+    capacity_before = cpu.parallel_capacity()
+    log(f"{rows} rows ingested; two processes get {capacity_before} cores' worth; timing one worker")
     seconds_1, reports_1, rss_1 = time_rollup(settings, engine, 1)
     log(f"one worker: {reports_1} reports in {seconds_1:.1f}s; timing two workers")
     seconds_2, reports_2, rss_2 = time_rollup(settings, engine, 2)
     log(f"two workers: {reports_2} reports in {seconds_2:.1f}s")
     per_s_1, per_s_2 = reports_1 / seconds_1, reports_2 / seconds_2
+    capacity = [capacity_before, cpu.parallel_capacity()]
     figures: dict[str, Any] = {
         "scopes": args.scopes,
         "messages_per_scope": MESSAGES_PER_SCOPE,
@@ -210,6 +215,7 @@ def main() -> None:
         "ratio": round(per_s_2 / per_s_1, 3),
         "hours_for_10k": round(10_000 / per_s_1 / 3600, 3),
         "peak_rss_mb": round(max(peak_rss_mb(), rss_1, rss_2), 1),
+        "parallel_capacity": capacity,  # before and after the timings (bench/cpu.py): 2.0 on two free cores
         "model": settings.rollup_model,
         "runner": RUNNER,
     }

@@ -3,6 +3,8 @@ VM that gave the run less than two cores can be told from a slower ingest."""
 
 from __future__ import annotations
 
+import os
+
 from sqlalchemy import Engine, create_engine, text
 
 from bench import cpu
@@ -42,3 +44,10 @@ def test_cpu_figures_take_the_median_round_and_the_cores_each_phase_kept_busy() 
     unknown = cpu_figures([cpu.CpuSample(1.0, None)], [1.0], [cpu.CpuSample(2.0, None)], [1.0])
     assert unknown["cpu_copy_over_ingest"] is None
     assert unknown["copy_cpu_s"] == {"client": 1.0, "server": None}
+
+
+def test_parallel_capacity_is_the_cores_two_processes_get() -> None:
+    capacity = cpu.parallel_capacity(repeats=1)
+    # Two spawned processes over the same loop: about 2 on two free cores, down to about 1 when the machine
+    # is busy or single-core; never more than the cores there are (with a little timing slack).
+    assert 0.5 <= capacity <= min(2, os.cpu_count() or 1) + 0.3
