@@ -34,12 +34,12 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.context import NAMESPACE, QUESTIONS, TEMPLATES, fill, load, log, percentile
+from bench.cpu import tree_cpu_s
 
 ROLE = "bench_api_agent"
 
@@ -91,28 +91,6 @@ def stop_server(server: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait()
-
-
-def tree_cpu_s(root: int) -> float:
-    """CPU seconds (user + system) of a process and its descendants, from /proc."""
-    stats: dict[int, tuple[int, float]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        stats[int(entry.name)] = (
-            int(fields[1]),
-            (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
-        )
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += stats.get(pid, (0, 0.0))[1]
-        todo += [child for child, (parent, _) in stats.items() if parent == pid]
-    return total
 
 
 class Counter:

@@ -54,10 +54,11 @@ def postmaster_pid(engine: Engine) -> int | None:
     return parent if comm == parent_comm == "postgres" else None
 
 
-def server_cpu_s(postmaster: int) -> float:
-    """CPU seconds of the server so far (module docstring)."""
-    _, own = _fields(postmaster)
-    ticks = sum(int(value) for value in own[11:15])
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) of a process and its descendants so far, from /proc: the root's own time
+    and that of the children it has reaped (cutime, cstime), plus each live descendant's own time."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
     for entry in PROC.iterdir():
         if not entry.name.isdigit():
             continue
@@ -65,13 +66,20 @@ def server_cpu_s(postmaster: int) -> float:
             _, fields = _fields(entry.name)
         except (OSError, ValueError):  # the process ended meanwhile
             continue
-        if int(fields[1]) == postmaster:
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / TICKS_PER_S
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        reaped = int(fields[13]) + int(fields[14]) if pid == root else 0
+        ticks[pid] = int(fields[11]) + int(fields[12]) + reaped
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total / TICKS_PER_S
 
 
 def sample(postmaster: int | None) -> CpuSample:
-    return CpuSample(time.process_time(), None if postmaster is None else server_cpu_s(postmaster))
+    return CpuSample(time.process_time(), None if postmaster is None else tree_cpu_s(postmaster))
 
 
 def used(before: CpuSample, after: CpuSample) -> CpuSample:

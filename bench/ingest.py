@@ -260,8 +260,13 @@ def cpu_figures(
     def total(sample: cpu.CpuSample) -> float | None:
         return None if sample.server_s is None else sample.client_s + sample.server_s
 
+    def over(parts: list[float | None], wholes: list[float | None]) -> list[float | None]:
+        return [
+            None if part is None or whole is None else part / whole
+            for part, whole in zip(parts, wholes, strict=True)
+        ]
+
     copy_total, ingest_total = [total(s) for s in copy_cpu], [total(s) for s in ingest_cpu]
-    pairs = list(zip(copy_total, ingest_total, strict=True))
     return {
         "copy_cpu_s": {
             "client": median([s.client_s for s in copy_cpu]),
@@ -271,9 +276,9 @@ def cpu_figures(
             "client": median([s.client_s for s in ingest_cpu]),
             "server": median([s.server_s for s in ingest_cpu]),
         },
-        "copy_cores_used": median([c and c / w for c, w in zip(copy_total, copy_times, strict=True)]),
-        "ingest_cores_used": median([c and c / w for c, w in zip(ingest_total, ingest_times, strict=True)]),
-        "cpu_copy_over_ingest": median([c / i if c and i else None for c, i in pairs], 3),
+        "copy_cores_used": median(over(copy_total, list(copy_times))),
+        "ingest_cores_used": median(over(ingest_total, list(ingest_times))),
+        "cpu_copy_over_ingest": median(over(copy_total, ingest_total), 3),
     }
 
 

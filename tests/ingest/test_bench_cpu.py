@@ -4,6 +4,8 @@ VM that gave the run less than two cores can be told from a slower ingest."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from sqlalchemy import Engine, create_engine, text
 
@@ -22,6 +24,13 @@ def test_server_cpu_counts_the_work_of_a_backend(engine: Engine) -> None:
 
     assert spent.server_s is not None and spent.server_s >= 0.05  # a few hundred ms of one backend
     assert spent.client_s < spent.server_s  # the client only waited
+
+
+def test_a_process_tree_counts_the_children_it_has_reaped() -> None:
+    # A writer connection's backend ends before its phase does; its CPU must still count (cutime, cstime).
+    before = cpu.tree_cpu_s(os.getpid())
+    subprocess.run([sys.executable, "-c", "sum(range(20_000_000))"], check=True)
+    assert cpu.tree_cpu_s(os.getpid()) - before >= 0.1
 
 
 def test_a_server_on_another_host_has_no_cpu_figures() -> None:
