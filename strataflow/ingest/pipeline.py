@@ -50,15 +50,10 @@ SWITCH_INTERVAL_S = 0.001  # see bulk_interpreter
 FIRST_CHUNK_ROWS = 1000  # the first piece of an input (see ramped)
 
 
-# Settings of a chunk's transaction:
-# - its commit does not wait for its WAL flush: the run's last commits (the file's watermark, the
-#   pipeline_runs row) are synchronous and flush the WAL past every chunk, so a crash before them loses at
-#   most chunks of a file that has no watermark yet, which the next run ingests again;
-# - work_mem holds the sort of a full chunk into subject order (staging.INSERT_ALL_MESSAGES; about 6.5 MB
-#   for 20k chat rows), which the 4 MB default spills to temporary files.
-CHUNK_SETTINGS = text(
-    "select set_config('synchronous_commit', 'off', true), set_config('work_mem', '32MB', true)"
-)
+# A chunk's commit does not wait for its WAL flush: the run's last commits (the file's watermark, the
+# pipeline_runs row) are synchronous and flush the WAL past every chunk, so a crash before them loses at
+# most chunks of a file that has no watermark yet, which the next run ingests again.
+CHUNK_SETTINGS = text("select set_config('synchronous_commit', 'off', true)")
 
 
 class AnotherChunkFailed(RuntimeError):
