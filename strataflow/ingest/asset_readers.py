@@ -69,11 +69,9 @@ def asset_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def file_checksum(path: Path) -> str:
-    digest = hashlib.sha256()
+    """The file's sha256 (hex). Hashing releases the GIL, so other threads run meanwhile."""
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def parse_file(path: Path, checksum: str) -> ParsedAsset:
