@@ -116,23 +116,21 @@ def _ingest_file(
         row = conn.execute(SELECT_WATERMARK, {"namespace": watermark_namespace, "scope": scope}).one_or_none()
     # A file ingested before is hashed first (unchanged: skipped). A new one is hashed beside the ingest, for
     # its watermark: the hash releases the GIL, and would otherwise hold up the start (0.14 s for 200k rows).
-    hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-checksum")
-    checksum = hashing.submit(file_checksum, path)
-    if row is not None and row.checksum == checksum.result() and row.value.get("source") == source:
-        hashing.shutdown()
-        result.files_skipped += 1
-        logger.info("%s: unchanged since the last ingest, skipped", path)
-        return
-    options = ChunkOptions(
-        default_source=path.name,
-        tz=settings.tz,
-        max_content_chars=settings.max_content_chars,
-        retention_days=settings.retention_days,
-        namespace=namespace,
-        source=source,
-    )
-    chunks = read_chunks(path, file_format, settings.ingest_chunk_rows, settings.tz, mapping)
-    with hashing:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-checksum") as hashing:
+        checksum = hashing.submit(file_checksum, path)
+        if row is not None and row.checksum == checksum.result() and row.value.get("source") == source:
+            result.files_skipped += 1
+            logger.info("%s: unchanged since the last ingest, skipped", path)
+            return
+        options = ChunkOptions(
+            default_source=path.name,
+            tz=settings.tz,
+            max_content_chars=settings.max_content_chars,
+            retention_days=settings.retention_days,
+            namespace=namespace,
+            source=source,
+        )
+        chunks = read_chunks(path, file_format, settings.ingest_chunk_rows, settings.tz, mapping)
         counts = ingest_chunks(conn.engine, chunks, options, result.run_id, bar)
     result.add(counts)
     value = {"source": source, "format": file_format, "rows": counts.read}
