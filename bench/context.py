@@ -1,10 +1,11 @@
 """Context and single-write latency at scale (issue 8): `python -m bench.context [--rows N] [--scopes S]`.
 
 Loads N L1 messages (default 1,000,000 over 10,000 subjects; the access check uses 200,000) through the
-real ingest path (tasks.ingest.ingest_logs: COPY into a staging table, set-based insert), gives them synthetic
-embeddings (distinct sums of two vectors from a random pool, set with the HNSW index dropped, which is then
-rebuilt after the load with maintenance_work_mem = 1GB), and adds L2 items (3 per subject) and L3 weekly
-reports (1 per subject) with text, full-text vectors and embeddings. All of it in namespace `bench_context`.
+real ingest path (strataflow.pipeline.ingest.ingest_logs: COPY into a staging table, set-based insert), gives
+them synthetic embeddings (distinct sums of two vectors from a random pool, set with the HNSW index dropped,
+which is then rebuilt after the load with maintenance_work_mem = 1GB), and adds L2 items (3 per subject) and
+L3 weekly reports (1 per subject) with text, full-text vectors and embeddings. All of it in namespace
+`bench_context`.
 
 Then, after a warm-up, times:
 - `context_*_ms`: the whole `strataflow.retrieval.context.build_context` call for a random subject and a
@@ -15,8 +16,8 @@ Then, after a warm-up, times:
   take the approximate path (strataflow.retrieval.wide);
 - `write_*_ms`: one validated message written, without embedding: the ingest's validation and enrichment
   (`strataflow.ingest.enrich.prepare_chunk`: MessageRecord, language, intent, hash, full-text parts), then one
-  insert of key and message (the batch path, `tasks.ingest.write_chunk`, stages through COPY and a temp
-  table, which pays off for chunks, not for one record).
+  insert of key and message (the batch path, `strataflow.pipeline.ingest.write_chunk`, stages through COPY and
+  a temp table, which pays off for chunks, not for one record).
 Prints one JSON line last. Targets: context p95 <= 50 ms, wide p95 <= 100 ms, write p95 <= 10 ms.
 """
 
@@ -193,7 +194,7 @@ from generate_series(0, :scopes - 1) s join bench_pool a on a.i = s % 1000
 def load(settings: Any, rows: int, scopes: int, rng: random.Random) -> dict[str, float]:
     """Messages through the real ingest path, then embeddings, the HNSW index, L2 items and L3 reports."""
     from strataflow.db.engine import engine_for
-    from tasks.ingest import ingest_logs
+    from strataflow.pipeline.ingest import ingest_logs
 
     engine = engine_for(settings)
     end = datetime.now(UTC)

@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from strataflow.db import migrations
     from strataflow.db.engine import engine_for
     from strataflow.llm.embeddings import encode_count, get_embedder
-    from tasks.embed import embed_pending
+    from strataflow.pipeline.embed import embed_pending
 
     settings = load_settings()
     engine = engine_for(settings)

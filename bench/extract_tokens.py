@@ -2,7 +2,8 @@
 
 Tokens, over the default sample (strataflow.demo.sample, written to a temp dir and ingested into namespace
 bench_extract_<id>):
-- batched: tasks.extract.extract_new, the real stage (one call per scope batch with the existing keys);
+- batched: strataflow.pipeline.extract.extract_new, the real stage (one call per scope batch with the existing
+keys);
   its prompt tokens are read from the LLM ledger (llm_calls) of its run;
 - per-message: for each user message in ingest order, one call with the same instructions, that one message
   and ALL of the subject's existing memories (what mem0 v1 sent), through the same gateway and model
@@ -43,8 +44,8 @@ from strataflow.db import migrations
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
 from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
-from strataflow.ops.runs import record_run
-from tasks.extract import EXTRACT_ROLES, EXTRACT_SYSTEM, extract_new
+from strataflow.pipeline.extract import EXTRACT_ROLES, EXTRACT_SYSTEM, extract_new
+from strataflow.pipeline.runs import record_run
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev3.json"
 DIALOG_ID = re.compile(r"D\d+:\d+")
@@ -217,7 +218,7 @@ def main() -> None:
     migrations.upgrade(engine)
 
     from strataflow.demo.sample import write_sample
-    from tasks.ingest import ingest_logs
+    from strataflow.pipeline.ingest import ingest_logs
 
     run_tag = uuid.uuid4().hex[:8]
     namespace = f"bench_extract_{run_tag}"

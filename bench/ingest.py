@@ -7,7 +7,8 @@ free_window):
 - baseline: stream that file, json-parse each line and COPY its columns (plus message_id, content_hash and
   expires_at, which the table requires) into bench_copy_messages, a table partitioned and indexed exactly
   like conversation_messages; no validation, dedup, intent, language or full-text vector;
-- ingest: tasks.ingest.ingest_logs on the same file into namespace bench_ingest (validation, enrichment,
+- ingest: strataflow.pipeline.ingest.ingest_logs on the same file into namespace bench_ingest (validation,
+enrichment,
   staging COPY, message_keys dedup, upsert into conversation_messages, full-text vector; no embedding),
   through the bulk pipeline of strataflow/ingest/pipeline.py (docs/ingest-performance.md).
 `ratio` is the median of the rounds' COPY-over-ingest fractions (`by_round`): each ingest is paired with the
@@ -232,7 +233,7 @@ def time_copy(engine: Engine, settings: Settings, path: Path) -> float:
 
 
 def time_ingest(settings: Settings, path: Path, namespace: str) -> tuple[float, int]:
-    from tasks.ingest import ingest_logs
+    from strataflow.pipeline.ingest import ingest_logs
 
     started = time.perf_counter()
     result = ingest_logs(settings, [path], namespace=namespace, progress=False)

@@ -1,15 +1,16 @@
 """LoCoMo dialog recall of strataflow's retrieval: `python -m bench.locomo --data PATH [--ks 5,10,25,50]`.
 
 Each conversation goes through the real pipeline stages, into a namespace of its own, so that whatever
-retrieval uses exists in the database as it would for a user: `tasks.ingest.ingest_logs(fmt="locomo")`,
-`tasks.embed.embed_pending` (the turns), `tasks.extract.extract_new` (L2 items, with the default offline
-provider `offline/rules`), `tasks.rollup.rollup_weeks` (L3 weekly reports, offline) and `embed_pending` again
-(items and reports). Then every question is asked through `strataflow.retrieval.search.search` over L1
-messages, the one ranking `strataflow context`, the memory search and the service use (matching items and
-reports lift the turns they came from; the question's own embedding is computed by search). Dialog recall
-as in the LoCoMo paper: per question, the share of its evidence turns found in the top k (a question
-without evidence counts as 1), averaged, in percent, overall and per category (1 multi-hop, 2 temporal,
-3 open-domain, 4 single-hop, 5 adversarial).
+retrieval uses exists in the database as it would for a user:
+`strataflow.pipeline.ingest.ingest_logs(fmt="locomo")`, `strataflow.pipeline.embed.embed_pending` (the turns),
+`strataflow.pipeline.extract.extract_new` (L2 items, with the default offline provider `offline/rules`),
+`strataflow.pipeline.rollup.rollup_weeks` (L3 weekly reports, offline) and `embed_pending` again (items and
+reports). Then every question is asked through `strataflow.retrieval.search.search` over L1 messages, the one
+ranking `strataflow context`, the memory search and the service use (matching items and reports lift the turns
+they came from; the question's own embedding is computed by search). Dialog recall as in the LoCoMo paper: per
+question, the share of its evidence turns found in the top k (a question without evidence counts as 1),
+averaged, in percent, overall and per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5
+adversarial).
 
 For reference (LoCoMo paper, Table 3, dialog as database, DRAGON) at k = 5 / 10 / 25 / 50: overall
 56.7 / 66.2 / 76.7 / 82.7; `vs_dragon` prints ours minus DRAGON per category and k (`DRAGON` below).
@@ -115,10 +116,10 @@ STAGES = ("ingest", "embed", "extract", "rollup", "search")
 
 def load_conversation(settings: Any, sample: dict[str, Any], workdir: Path, stage_s: dict[str, float]) -> str:
     """One conversation through the real stages into its own namespace (seconds added to stage_s)."""
-    from tasks.embed import embed_pending
-    from tasks.extract import extract_new
-    from tasks.ingest import ingest_logs
-    from tasks.rollup import rollup_weeks
+    from strataflow.pipeline.embed import embed_pending
+    from strataflow.pipeline.extract import extract_new
+    from strataflow.pipeline.ingest import ingest_logs
+    from strataflow.pipeline.rollup import rollup_weeks
 
     namespace = namespace_for(str(sample["sample_id"]))
     path = workdir / f"{namespace}.json"

@@ -2,19 +2,19 @@
 
 Loads N scopes (default 10,000) into namespace bench_rollup, each with a week of chat in the last complete
 ISO week (MESSAGES_PER_SCOPE messages, user and assistant turns, English and some Chinese), through the real
-ingest (tasks.ingest.ingest_logs: one JSONL file, staging COPY). Then, with the offline model
+ingest (strataflow.pipeline.ingest.ingest_logs: one JSONL file, staging COPY). Then, with the offline model
 (offline/rules), the weekly rollup of those scope-weeks, timed twice: on a dask.distributed LocalCluster of
 one worker process, then of two (threads_per_worker=1, processes=True, as flow_runner.task_runner asks).
 
-What runs on the workers is the code path of the weekly flow: its rollup-weeks task (tasks/rollup.py
-rollup_weeks_task) is a thin wrapper over `rollup_weeks(settings, run_id=..., namespace=..., shard=...)`, and
-the flow's fan_out submits one such task per shard (Shard(i, n), one per Dask worker). The bench submits
-that same plain function, one shard per worker, to the cluster directly instead of through Prefect's
-DaskTaskRunner: Prefect adds about 0.4 s per task and 4.5 s of cluster start (PREFECT.md) and needs an API
-server that every worker talks to, none of which is rollup throughput. Each cluster is started and its
-workers warmed up (litellm imported, the offline provider registered, a rollup of a small warm-up
-namespace) before the clock starts; before each timing the bench's reports and LLM cache rows are deleted
-(so both do the same work: every scope-week rolled up with a model call) and the tables vacuumed.
+What runs on the workers is the code path of the weekly flow: its rollup-weeks task
+(tasks/rollup.py rollup_weeks_task) is a thin wrapper over `rollup_weeks(settings, run_id=...,
+namespace=..., shard=...)`, and the flow's fan_out submits one such task per shard (Shard(i, n), one per Dask
+worker). The bench submits that same plain function, one shard per worker, to the cluster directly instead of
+through Prefect's DaskTaskRunner: Prefect adds about 0.4 s per task and 4.5 s of cluster start (PREFECT.md)
+and needs an API server that every worker talks to, none of which is rollup throughput. Each cluster is
+started and its workers warmed up (litellm imported, the offline provider registered, a rollup of a small
+warm-up namespace) before the clock starts; before each timing the bench's reports and LLM cache rows are
+deleted (so both do the same work: every scope-week rolled up with a model call) and the tables vacuumed.
 
 Figures: `scopes_per_s_1` and `scopes_per_s_2` (scope-weeks rolled up per second), `ratio` =
 scopes_per_s_2 / scopes_per_s_1 (target >= 1.6 on 2 cores), `hours_for_10k` = 10,000 / scopes_per_s_1 /
@@ -47,8 +47,8 @@ from models.params import Shard
 from strataflow.config import Settings, load_settings
 from strataflow.db import migrations
 from strataflow.db.engine import dispose_engines, engine_for
-from tasks.ingest import ingest_logs
-from tasks.rollup import rollup_weeks
+from strataflow.pipeline.ingest import ingest_logs
+from strataflow.pipeline.rollup import rollup_weeks
 
 NAMESPACE = "bench_rollup"
 WARM_NAMESPACE = "bench_rollup_warm"
@@ -61,7 +61,7 @@ REPLIES = [
     "Got it. Do you want a short summary of {t} on Friday?",
     "好的，我记下了，{t}这周会跟进。",
 ]
-RUNNER = "dask.distributed LocalCluster (processes, 1 thread each), tasks.rollup.rollup_weeks per shard"
+RUNNER = "dask.distributed LocalCluster (processes, 1 thread each), pipeline.rollup.rollup_weeks per shard"
 SETTLED_TABLES = ("conversation_messages", "message_keys", "weekly_reports", "llm_cache", "llm_calls")
 RESET = (
     text("delete from weekly_reports where namespace = :ns"),

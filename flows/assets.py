@@ -6,8 +6,9 @@ from prefect import flow
 
 from models.params import AssetsParams, RunSummary
 from strataflow.config import load_settings
+from strataflow.pipeline.plans import asset_paths
 from tasks.assets import ingest_assets_task
-from tasks.bookkeeping import asset_paths, begin_run, finish_run, mark_run_failed
+from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.embed import embed_pending_task
 
 

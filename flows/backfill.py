@@ -2,12 +2,12 @@
 
 Every day and week is a set of task runs inside this one flow run. Hot memory is refreshed once after the
 last day and insights are reflected once after the last week (both summarise the latest state); expiry,
-when chosen, runs last. The LLM stages fan out over Dask workers by shard (tasks/bookkeeping.py fan_out).
+when chosen, runs last. The LLM stages fan out over Dask workers by shard (tasks/concurrency.py fan_out).
 
 With reprocess (or force), after the days the range's extraction is redone where another model or prompt
 version produced it, the weeks' reports are rewritten and the hot summaries refreshed the same way
-(tasks/recompute.py). A dry run only publishes the plan of that work (backfill-plan artifact, and the run
-summary's `plan`): no model call, no write but the run's record.
+(strataflow/pipeline/recompute.py). A dry run only publishes the plan of that work (backfill-plan artifact,
+and the run summary's `plan`): no model call, no write but the run's record.
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from models.params import BackfillParams, DayPlan, Recompute, RunSummary, Stage
 from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
-from tasks.bookkeeping import begin_run, fan_out, finish_run, llm_slot, mark_run_failed, plan_backfill
+from strataflow.pipeline.recompute import recompute_window
+from tasks.bookkeeping import begin_run, finish_run, mark_run_failed, plan_backfill
+from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
 from tasks.expire import expire_l1_task
-from tasks.extract import extract_new_task, refresh_hot_memory_task
+from tasks.extract import extract_new_task
+from tasks.hot_memory import refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
-from tasks.recompute import plan_backfill_work_task, recompute_window
+from tasks.recompute import plan_backfill_work_task
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task
 

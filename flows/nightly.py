@@ -13,18 +13,13 @@ from prefect import flow
 from models.params import NightlyParams, RunSummary
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
-from tasks.bookkeeping import (
-    begin_run,
-    fan_out,
-    finish_run,
-    llm_slot,
-    log_paths,
-    logical_date,
-    mark_run_failed,
-)
+from strataflow.pipeline.plans import log_paths
+from tasks.bookkeeping import begin_run, finish_run, logical_date, mark_run_failed
+from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
 from tasks.expire import expire_l1_task
-from tasks.extract import extract_new_task, refresh_hot_memory_task
+from tasks.extract import extract_new_task
+from tasks.hot_memory import refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
 
 

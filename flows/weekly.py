@@ -11,7 +11,8 @@ from prefect import flow
 from models.params import RunSummary, WeeklyParams
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
-from tasks.bookkeeping import begin_run, fan_out, finish_run, llm_slot, mark_run_failed
+from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
+from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task

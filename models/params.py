@@ -1,9 +1,9 @@
 """Flow parameters and run summaries: the Prefect deployment form and the CLI both come from these models.
 
 Dates that default to a day relative to the run are `None` in the model and resolved in
-STRATAFLOW_TIMEZONE when the run starts (tasks/bookkeeping.py `logical_date`): a default computed here
-would be frozen into the deployment at deploy time. The CLI options of `strataflow run` are generated from
-these models (strataflow/commands/run.py), so a field's description is its --help text.
+STRATAFLOW_TIMEZONE when the run starts (strataflow/pipeline/run_summary.py `logical_date`): a default
+computed here would be frozen into the deployment at deploy time. The CLI options of `strataflow run` are
+generated from these models (strataflow/commands/run.py), so a field's description is its --help text.
 """
 
 from __future__ import annotations

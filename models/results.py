@@ -5,7 +5,7 @@ The LLM stages (extract, hot memory, rollup, reflect) share one failure policy t
 a unit is a scope (namespace, subject) or, for the rollup, a scope-week. A unit whose model call fails is
 counted in `units_failed` and named in `errors` (by a hash of its scope, never by the subject id) and the
 stage goes on with the next unit; a stage whose every attempted unit failed raises (see
-strataflow/ops/runs.py `raise_if_all_failed`), so its flow run fails. The lifecycle results (rollup,
+strataflow/pipeline/runs.py `raise_if_all_failed`), so its flow run fails. The lifecycle results (rollup,
 reflect, expire, forget) are in models/lifecycle.py.
 """
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import cli_errors, settings_or_exit
+from strataflow.errors import UserError
 
 
 def api(

@@ -11,12 +11,9 @@ from typing import Any, TypeVar
 import typer
 
 from strataflow.config import Settings, SettingsError, load_settings
+from strataflow.errors import UserError
 
 R = TypeVar("R")
-
-
-class UserError(RuntimeError):
-    """An error the user can fix; the CLI prints its message without a traceback and exits 1."""
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
@@ -57,10 +54,10 @@ def recorded_run(
     work: Callable[[uuid.UUID], R],
     user_errors: tuple[type[Exception], ...] = (),
 ) -> R:
-    """Run one CLI stage inside a pipeline_runs row (the run recorder, strataflow/ops/runs.py); our errors
-    and `user_errors` become a clean exit 1."""
+    """Run one CLI stage inside a pipeline_runs row (the run recorder, strataflow/pipeline/runs.py); our
+    errors and `user_errors` become a clean exit 1."""
     from strataflow.db.engine import engine_for
-    from strataflow.ops.runs import record_run
+    from strataflow.pipeline.runs import record_run
 
     with cli_errors():
         try:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import cli_errors, settings_or_exit
+from strataflow.errors import UserError
 
 db_app = typer.Typer(help="Database: migrations, connection URL, embedded server.", no_args_is_help=True)
 

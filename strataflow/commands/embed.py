@@ -23,7 +23,7 @@ def embed(
     Example: strataflow embed --namespace acme
     """
     from strataflow.llm.embeddings import EmbeddingError
-    from tasks.embed import embed_pending
+    from strataflow.pipeline.embed import embed_pending
 
     settings = settings_or_exit()
     parameters = {"reembed": reembed, "namespace": namespace}
@@ -66,7 +66,7 @@ def ingest_assets(
     Example: strataflow ingest assets docs/ prices.csv --namespace acme
     """
     from strataflow.llm.embeddings import EmbeddingError
-    from tasks.assets import ingest_assets as run_ingest_assets
+    from strataflow.pipeline.assets import ingest_assets as run_ingest_assets
 
     if not paths and url is None:
         typer.echo("error: name at least one asset path, or --url with --table or --query", err=True)

@@ -7,7 +7,8 @@ from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, recorded_run, report_failures, settings_or_exit
+from strataflow.commands.common import cli_errors, recorded_run, report_failures, settings_or_exit
+from strataflow.errors import UserError
 
 profile_app = typer.Typer(
     help="Seed 002 user/work profile documents and the seed 000 summary.", no_args_is_help=True
@@ -40,8 +41,8 @@ def extract(
 
     Example: strataflow extract --namespace consult
     """
+    from strataflow.pipeline.extract import extract_new
     from strataflow.timeutil import parse_event_time
-    from tasks.extract import extract_new
 
     settings = settings_or_exit()
     with cli_errors():

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import cli_errors, settings_or_exit
+from strataflow.errors import UserError
 
 ingest_app = typer.Typer(
     help="Ingest conversation logs (L1) and data assets (long-term).", no_args_is_help=True
@@ -42,7 +43,7 @@ def logs(
     Example: strataflow ingest logs ./sample --namespace demo
     """
     from strataflow.ingest.readers import FORMATS, ReaderError, load_mapping
-    from tasks.ingest import ingest_logs
+    from strataflow.pipeline.ingest import ingest_logs
 
     settings = settings_or_exit()
     with cli_errors():

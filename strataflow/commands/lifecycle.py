@@ -22,7 +22,7 @@ def rollup(
 
     Example: strataflow rollup --week-start 2026-11-02
     """
-    from tasks.rollup import rollup_weeks
+    from strataflow.pipeline.rollup import rollup_weeks
 
     monday = _parse_date(week_start, "--week-start") if week_start else None
     settings = settings_or_exit()
@@ -53,7 +53,7 @@ def reflect(
 
     Example: strataflow reflect
     """
-    from tasks.reflect import reflect_pending
+    from strataflow.pipeline.reflect import reflect_pending
 
     settings = settings_or_exit()
     result = recorded_run(
@@ -92,7 +92,7 @@ def expire(
 
     Example: strataflow expire --dry-run
     """
-    from tasks.expire import expire_l1
+    from strataflow.pipeline.expire import expire_l1
 
     if force and not (reason or "").strip():
         typer.echo(
@@ -138,7 +138,7 @@ def forget(
 
     Example: strataflow forget --namespace acme --subject user-42
     """
-    from tasks.forget import forget_subject, subject_hash
+    from strataflow.pipeline.forget import forget_subject, subject_hash
 
     settings = settings_or_exit()
     if not namespace.strip() or not subject.strip():

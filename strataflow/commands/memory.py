@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, settings_or_exit
+from strataflow.commands.common import cli_errors, settings_or_exit
+from strataflow.errors import UserError
 
 memory_app = typer.Typer(
     help="Memory items (L2): save, update, delete, get, list, search.", no_args_is_help=True
@@ -231,7 +232,7 @@ def search(
 
     Example: strataflow memory search -n demo -s u1 -q "工作 公司"
     """
-    from strataflow.memory.api import search_memories
+    from strataflow.retrieval.item_search import search_memories
 
     hits = _write(
         lambda conn: search_memories(

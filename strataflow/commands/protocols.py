@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from strataflow.commands.common import UserError, cli_errors, recorded_run, report_failures, settings_or_exit
+from strataflow.commands.common import cli_errors, recorded_run, report_failures, settings_or_exit
+from strataflow.errors import UserError
 
 hot_memory_app = typer.Typer(
     help="Seed 001 hot memory: the summary and typed items of a scope.", no_args_is_help=True
@@ -28,7 +29,7 @@ def hot_memory_refresh(
     One LLM call per scope with messages past its hot-memory watermark; a second run makes none.
     Example: strataflow hot-memory refresh -n team -s proj_atlas
     """
-    from tasks.hot_memory import refresh_hot_memory
+    from strataflow.pipeline.hot_memory import refresh_hot_memory
 
     settings = settings_or_exit()
     result = recorded_run(
@@ -61,7 +62,7 @@ def save_info(
     """
     from strataflow.db.engine import engine_for
     from strataflow.llm.gateway import LLMError
-    from strataflow.memory.user_memory import save_exchange
+    from strataflow.pipeline.save_info import save_exchange
 
     settings = settings_or_exit()
     known = _json_object(existing, "--existing")
@@ -87,7 +88,7 @@ def user_context(
     Example: strataflow user-context -n consulting -s client_03 -q "用户的基本信息和移民意向"
     """
     from strataflow.db.engine import engine_for
-    from strataflow.memory.user_memory import get_user_context
+    from strataflow.retrieval.user_context import get_user_context
 
     settings = settings_or_exit()
     with cli_errors(), engine_for(settings).connect() as conn:

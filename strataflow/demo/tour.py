@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from models.params import RunSummary
-from strataflow.commands.common import UserError
 from strataflow.config import Settings
+from strataflow.errors import UserError
 
 SAMPLE_SUBJECTS = 4
 SAMPLE_WEEKS = 6

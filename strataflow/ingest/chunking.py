@@ -1,5 +1,5 @@
 """Token-bounded chunks of data assets: text split on headings, paragraphs and sentences; table rows with
-their header; JSON records. Pure functions (no I/O), used by tasks/assets.py.
+their header; JSON records. Pure functions (no I/O), used by strataflow/pipeline/assets.py.
 
 Token counts are an estimate, fast and dependency-free: the pieces BERT's basic tokenizer makes before
 WordPiece (a run of letters or digits, one CJK character, one punctuation mark). It is a lower bound of the

@@ -25,7 +25,6 @@ from sqlalchemy import Connection, text
 
 from models import vocabulary
 from models.common import MemoryKind
-from strataflow.config import Settings
 from strataflow.memory import store
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
@@ -62,12 +61,6 @@ SELECT_LIST = text(
     where {SCOPE_FILTER} and mi.kind <> 'hot_summary'
     order by mi.subject_id, mi.importance desc, mi.updated_at desc, mi.item_id
     limit :limit offset :offset
-    """
-)
-SELECT_BY_IDS = text(
-    f"""
-    select {ITEM_COLUMNS} from memory_items as mi
-    where mi.item_id = any(:ids) and {SCOPE_FILTER} and mi.kind <> 'hot_summary'
     """
 )
 SELECT_VERSIONS = text(
@@ -256,7 +249,7 @@ def get_memory(
 ) -> MemoryItem | None:
     """One item by item_id, or by (kind, key) within the subject; None when there is none in this scope."""
     if item_id is not None:
-        params = _scope(namespace, subject_id, agent_id, None, include_deleted) | {"item_id": item_id}
+        params = scope_params(namespace, subject_id, agent_id, None, include_deleted) | {"item_id": item_id}
         row = conn.execute(SELECT_BY_ID, params).mappings().first()
         return None if row is None else MemoryItem(**row)
     if kind is None or key is None or subject_id is None:
@@ -276,39 +269,9 @@ def list_memories(
     offset: int = 0,
 ) -> list[MemoryItem]:
     """Items of the scope, most important first (hot summaries left out)."""
-    params = _scope(namespace, subject_id, agent_id, kind and normalize_kind(kind), include_deleted)
+    params = scope_params(namespace, subject_id, agent_id, kind and normalize_kind(kind), include_deleted)
     rows = conn.execute(SELECT_LIST, params | {"limit": limit, "offset": offset}).mappings()
     return [MemoryItem(**row) for row in rows]
-
-
-def search_memories(
-    conn: Connection,
-    settings: Settings,
-    namespace: str,
-    query: str,
-    subject_id: str | None = None,
-    *,
-    agent_id: str | None = None,
-    kind: str | None = None,
-    k: int = 10,
-) -> list[MemoryHit]:
-    """Active items best matching query, best first: the one retrieval ranking (strataflow.retrieval.search
-    over the items layer: full text in English and Chinese, names, descriptions, dense similarity), with
-    the agent's visibility applied inside the search."""
-    from strataflow.retrieval.search import search
-
-    if not query.strip():
-        return []
-    kind = kind and normalize_kind(kind)
-    found = search(
-        conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
-        k=k * 4 if kind else k, agent_id=agent_id,
-    )  # fmt: skip
-    scores = {int(hit.id): hit.score for hit in found}
-    params = _scope(namespace, subject_id, agent_id, kind, False) | {"ids": list(scores)}
-    items = {row["item_id"]: MemoryItem(**row) for row in conn.execute(SELECT_BY_IDS, params).mappings()}
-    ranked = [items[item_id] for item_id in scores if item_id in items][:k]
-    return [MemoryHit(score=round(scores[item.item_id], 6), item=item) for item in ranked]
 
 
 def memory_history(conn: Connection, namespace: str, item_id: int) -> list[MemoryVersion]:
@@ -318,7 +281,7 @@ def memory_history(conn: Connection, namespace: str, item_id: int) -> list[Memor
     return [MemoryVersion(**row) for row in conn.execute(SELECT_VERSIONS, params).mappings()]
 
 
-def _scope(
+def scope_params(
     namespace: str, subject_id: str | None, agent_id: str | None, kind: str | None, include_deleted: bool
 ) -> dict[str, Any]:
     return {
@@ -360,7 +323,7 @@ def _get_by_key(
     agent_id: str | None,
     include_deleted: bool,
 ) -> MemoryItem | None:
-    params = _scope(namespace, subject_id, agent_id, kind, include_deleted) | {"key": key}
+    params = scope_params(namespace, subject_id, agent_id, kind, include_deleted) | {"key": key}
     row = conn.execute(SELECT_BY_KEY, params).mappings().first()
     return None if row is None else MemoryItem(**row)
 

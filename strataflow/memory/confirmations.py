@@ -1,7 +1,8 @@
 """L2 confirmations: which model, prompt version and run last re-extracted an item and found its value
-unchanged (a backfill reprocess with another model, tasks/extract.py and tasks/hot_memory.py). A changed value
-is a new version (strataflow/memory/store.py, which clears the confirmation); an unchanged one is recorded
-here, on the item (memory_items.confirmed_*, migration 200). The caller owns the transaction.
+unchanged (a backfill reprocess with another model, strataflow/pipeline/extract.py and
+strataflow/pipeline/hot_memory.py). A changed value is a new version (strataflow/memory/store.py, which clears
+the confirmation); an unchanged one is recorded here, on the item (memory_items.confirmed_*, migration 200).
+The caller owns the transaction.
 """
 
 from __future__ import annotations

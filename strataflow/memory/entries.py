@@ -30,15 +30,13 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from models.entries import Entry, EntryHit, EntryPage, EntryVersion
-from strataflow.config import Settings
+from models.entries import Entry, EntryPage, EntryVersion
 from strataflow.memory import store
 from strataflow.memory.api import (
     AGENT_VISIBLE,
     ITEM_COLUMNS,
     MemoryItem,
     get_item_by_identity,
-    search_memories,
     write_time,
 )
 from strataflow.memory.entry_fields import (
@@ -49,7 +47,6 @@ from strataflow.memory.entry_fields import (
     entry_content,
     entry_key,
     entry_of,
-    hit_of,
     resolve_type,
 )
 
@@ -220,29 +217,6 @@ def list_entries(
     more = len(items) > limit
     entries = [entry_of(item) for item in items[:limit]]
     return EntryPage(entries=entries, next_cursor=encode_cursor(entries[-1].id) if more else None)
-
-
-def search_entries(
-    conn: Connection,
-    settings: Settings,
-    namespace: str,
-    query: str,
-    subject_id: str | None = None,
-    *,
-    agent_id: str | None = None,
-    entry_type: str | None = None,
-    limit: int = 10,
-) -> list[EntryHit]:
-    """The entries that best match query, best first (see the module docstring for the ranking)."""
-    if not 1 <= limit <= 100:
-        raise EntryFieldError("limit", f"limit must be between 1 and 100, got {limit}")
-    kind = resolve_type(entry_type)[0] if entry_type else None
-    if not query.strip():
-        return []
-    hits = search_memories(
-        conn, settings, namespace, query, subject_id, agent_id=agent_id, kind=kind, k=limit
-    )  # fmt: skip
-    return [hit_of(hit.item, hit.score) for hit in hits]
 
 
 def entry_history(

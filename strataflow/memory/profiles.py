@@ -3,7 +3,8 @@
 A document = what L2 says (strataflow.memory.profile_mapping, computed when read) + the owner's manual edits
 (the `manual` overlay of profile_documents), so:
 - both documents exist for every subject: a subject with no row reads as the default (empty) content built
-  from its L2 items; extraction writes both rows (tasks/extract.py calls refresh_documents per scope);
+  from its L2 items; extraction writes both rows (strataflow/pipeline/extract.py calls refresh_documents per
+  scope);
 - a PUT or PATCH is validated against UserMemoryContent / WorkProfileContent (ProfileValidationError names
   the path of the bad field, e.g. people.0.name) and only what the client changed becomes manual: a changed
   top-level field (or a sub-field of preferences, scheduling_preferences, work_habits), a changed or new
@@ -29,16 +30,6 @@ from sqlalchemy import Connection, text
 from models.profiles import CONTENT_MODELS, ENTRY_FIELDS, OBJECT_FIELDS, MemoryStatus, ProfileDocument
 from strataflow.llm.prompt_blocks import escape_json
 from strataflow.memory.profile_mapping import derive_contents, load_items, name_key
-from strataflow.memory.user_memory import get_user_context, save_exchange, summarize
-
-# Seed 000 lives in strataflow.memory.user_memory; its three calls are also reachable from here, where the
-# earlier profile module had them (save_info is save_exchange).
-save_info = save_exchange
-__all__ = [
-    "ProfileDocument", "ProfileValidationError", "get_profile", "get_profiles", "get_user_context",
-    "patch_profile", "profile_body", "profile_markers", "put_profile", "refresh_documents",
-    "render_profile_block", "save_info", "save_exchange", "set_profile_status", "summarize",
-]  # fmt: skip
 
 DOC_TYPES: tuple[str, ...] = ("user", "work")
 MARKERS = {"user": "USER_MEMORY", "work": "WORK_MEMORY"}

@@ -18,9 +18,9 @@ knowledge). Rules (issue 5 item 4, seed 004):
   default) keeps the current value, None clears it. An update by item_id may also change the item's kind
   and key (a renamed entry).
 
-The caller owns the transaction. Embeddings are left null for tasks/embed.py to fill (and reset to null when
-the statement changes); the full-text vector is computed here. The SQL that reads the current row and writes
-items and versions is in strataflow.memory.item_versions.
+The caller owns the transaction. Embeddings are left null for strataflow/pipeline/embed.py to fill (and reset
+to null when the statement changes); the full-text vector is computed here. The SQL that reads the current row
+and writes items and versions is in strataflow.memory.item_versions.
 """
 
 from __future__ import annotations

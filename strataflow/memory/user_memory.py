@@ -1,44 +1,22 @@
-"""Seed 000 memory manager: save_info (save_exchange), summarize and get_user_context over L2.
-
-save_exchange runs the extraction stage of tasks/extract.py on one exchange, now: the same prompt
-(build_extract_messages, PROMPT_VERSION), output schema (ExtractionOutput), gateway, ledger and cache. The
-assistant's turn goes along as context (marked as such in the prompt); only items stated in the user's turn
-are kept. The exchange is not written to L1: its messages get the ids 1 (user) and 2 (assistant) inside the
-prompt only, and the saved items carry metadata {"via": "save_info"} instead of L1 lineage. Seed 000's rules
-then apply: a field of existing_info with the same value is skipped; every other item is upserted as an
-extracted item (strataflow.memory.store: an unchanged value is skipped, a newer one wins, a manual one is
-never overwritten). The same exchange twice is answered by the LLM cache and saves nothing the second time.
+"""Seed 000 memory manager, the L2 side: summarize (the four sections, completeness, a narrative in the
+subject's language) and how an item reads in seed 000's answers (memory_content, seed_category).
 
 summarize groups the vocabulary keys into the four seed 000 sections (basic, career, immigration, family),
 scores completeness as the share of vocabulary keys filled, and writes the narrative in the language of the
 subject's own statements (Chinese for a Chinese conversation). Facts with no place in the seed 002 documents
-are here. get_user_context answers load_context: the subject's memories, best for the query first.
+are here. save_info (extraction of one exchange) is strataflow/pipeline/save_info.py; get_user_context (the
+subject's memories ranked for a query) is strataflow/retrieval/user_context.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-from models.common import DEFAULT_IMPORTANCE
-from models.llm import ExtractedItem, ExtractionOutput
-from models.user_memory import (
-    Completeness,
-    ContextMemory,
-    ProfileSummary,
-    SavedMemory,
-    SaveInfoResult,
-    UserContext,
-    UserProfile,
-)
-from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS, normalize_key, program_category
-from strataflow.config import Settings
-from strataflow.memory import store
-from strataflow.retrieval.query_intent import key_hints
-from strataflow.textsearch import TSQUERY_SQL, detect_lang, or_query_parts
+from models.user_memory import Completeness, ProfileSummary, UserProfile
+from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS, program_category
+from strataflow.textsearch import detect_lang
 
 SEED_TYPES = {"fact": "FACT", "preference": "PREFERENCE", "intent": "INTENT"}
 SUMMARY_MIN_FIELDS = 3
@@ -76,82 +54,6 @@ SELECT_RECENT_USER_TEXT = text(
     order by event_at desc limit 20
     """
 )
-SELECT_CONTEXT_MEMORIES = text(
-    f"""
-    with q as (select {TSQUERY_SQL.format(en=":q_en", zh=":q_zh")} as tsq)
-    select mi.item_id, mi.kind, mi.key, mi.value, mi.statement, mi.importance, mi.valid_from, mi.metadata,
-        count(*) over () as total
-    from memory_items as mi cross join q
-    where mi.namespace = :namespace and mi.subject_id = :subject_id and mi.status = 'active'
-        and mi.kind <> 'hot_summary'
-        and (cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id
-            or mi.is_shared)
-    order by coalesce(ts_rank(mi.fts, q.tsq), 0)
-            + 0.5 * (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds))::int desc,
-        mi.importance desc, mi.valid_from desc, mi.item_id
-    limit :limit
-    """
-)
-
-
-def save_exchange(
-    conn: Connection,
-    settings: Settings,
-    namespace: str,
-    subject_id: str,
-    user_message: str,
-    assistant_message: str | None = None,
-    existing_info: dict[str, Any] | None = None,
-) -> SaveInfoResult:
-    """Seed 000 save_info: extract the exchange now (the extraction stage's prompt and gateway), then save."""
-    from strataflow.db.engine import engine_for
-    from strataflow.llm.gateway import LLMGateway
-    from strataflow.memory.profiles import refresh_documents
-    from tasks import extract
-
-    if not user_message.strip():
-        raise ValueError("save_info: user_message is empty")
-    now = datetime.now(UTC)
-    batch = _exchange(user_message, assistant_message, now)  # the assistant's turn rides along as context
-    scope = {"namespace": namespace, "subject_id": subject_id}
-    existing_keys = [row[0] for row in conn.execute(extract.SELECT_EXISTING_KEYS, scope)]
-    gateway = LLMGateway(settings, engine_for(settings), None)
-    output = gateway.complete(
-        extract.STAGE,
-        extract.PROMPT_VERSION,
-        extract.build_extract_messages(batch, existing_keys),
-        ExtractionOutput,
-        namespace=namespace,
-        subject_id=subject_id,
-        cache_key=extract.batch_cache_key(batch),
-    )
-    known = {normalize_key(k): v for k, v in (existing_info or {}).items()}
-    ids = {m.message_id for m in batch if m.role in extract.EXTRACT_ROLES}  # facts: the user's turn only
-    lang = detect_lang(user_message)
-    result = SaveInfoResult(extracted_info={}, saved_count=0, llm_calls=gateway.requests_sent)
-    for item in output.items:
-        if item.kind.value == "hot_summary" or not ids & set(item.source_message_ids):
-            continue
-        if item.key in known and _same(known[item.key], item.value):
-            result.skipped_fields.append(item.key)
-            result.actions[item.key] = "in_existing_info"
-            continue
-        result.extracted_info.setdefault(item.key, item.value)
-        action = store.upsert_item(
-            conn, namespace=namespace, subject_id=subject_id, kind=item.kind.value, key=item.key,
-            value=item.value, statement=item.statement, category=item.category, importance=item.importance,
-            confidence=item.confidence, source="extracted", event_at=now,
-            prompt_version=extract.PROMPT_VERSION, model=gateway.model_for(extract.STAGE),
-            metadata={"via": "save_info", **({"approximate": True} if item.approximate else {})},
-        )  # fmt: skip
-        result.actions[item.key] = action
-        if action in store.CHANGED_ACTIONS:
-            result.saved_memories.append(_saved(item, lang))
-        else:
-            result.skipped_fields.append(item.key)
-    result.saved_count = len(result.saved_memories)
-    refresh_documents(conn, namespace, subject_id)
-    return result
 
 
 def summarize(conn: Connection, namespace: str, subject_id: str) -> ProfileSummary:
@@ -176,70 +78,7 @@ def summarize(conn: Connection, namespace: str, subject_id: str) -> ProfileSumma
     )
 
 
-def get_user_context(
-    conn: Connection,
-    settings: Settings,
-    namespace: str,
-    subject_id: str,
-    query: str,
-    *,
-    limit: int = 20,
-    agent_id: str | None = None,
-) -> UserContext:
-    """Seed 000 load_context: the subject's memories ranked by relevance to query, then importance."""
-    del settings  # full text and key hints only: no embedding, so a memory saved a second ago is found
-    q_en, q_zh = or_query_parts(query)
-    hint_keys, hint_kinds = key_hints(query)
-    params = {
-        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "q_en": q_en, "q_zh": q_zh,
-        "hint_keys": hint_keys, "hint_kinds": hint_kinds, "limit": limit,
-    }  # fmt: skip
-    rows = list(conn.execute(SELECT_CONTEXT_MEMORIES, params))
-    summary = summarize(conn, namespace, subject_id)
-    lang = summary.language
-    memories = [
-        ContextMemory(
-            id=row.item_id,
-            type=SEED_TYPES.get(row.kind, row.kind.upper()),
-            content=_content(
-                row.key, row.value, row.statement, lang, bool((row.metadata or {}).get("approximate"))
-            ),
-            importance=row.importance,
-            category=_category(row.value),
-            createdAt=row.valid_from.date().isoformat(),
-            field=row.key,
-        )  # fmt: skip
-        for row in rows
-    ]
-    known = len(summary.completeness.filled_fields) >= SUMMARY_MIN_FIELDS
-    return UserContext(
-        memories=memories,
-        user_profile_summary=summary.narrative_summary if known else None,
-        total_memories=int(rows[0].total) if rows else 0,
-    )
-
-
-def _exchange(user_message: str, assistant_message: str | None, now: datetime) -> list[Any]:
-    from strataflow.ops.scopes import ScopeMessage
-
-    turns = [("user", user_message)] + ([("assistant", assistant_message)] if assistant_message else [])
-    return [
-        ScopeMessage(index, role, body, hashlib.sha256(body.encode()).hexdigest(), now, 0)
-        for index, (role, body) in enumerate(turns, start=1)
-    ]
-
-
-def _saved(item: ExtractedItem, lang: str) -> SavedMemory:
-    return SavedMemory(
-        memoryType=SEED_TYPES.get(item.kind.value, item.kind.value.upper()),
-        content=_content(item.key, item.value, item.statement, lang, item.approximate),
-        field=item.key,
-        category=_category(item.value),
-        importance=item.importance if item.importance is not None else DEFAULT_IMPORTANCE.get(item.kind, 50),
-    )
-
-
-def _content(key: str, value: Any, statement: str | None, lang: str, approximate: bool) -> str:
+def memory_content(key: str, value: Any, statement: str | None, lang: str, approximate: bool) -> str:
     """A vocabulary field as "label：value" (年龄：30+), any other item as its statement."""
     if key not in PROFILE_KEYS:
         return statement or f"{key.replace('_', ' ')}: {_value_text(key, value, lang)}"
@@ -269,14 +108,10 @@ def _value_text(key: str, value: Any, lang: str) -> str:
     return str(value)
 
 
-def _category(value: Any) -> str | None:
+def seed_category(value: Any) -> str | None:
     """The seed 000 program category the value names (QMAS, GEP, IANG, TTPS, CIES, TECHTAS), if any."""
     values = value if isinstance(value, list) else [value]
     return next((c for c in (program_category(str(v)) for v in values) if c), None)
-
-
-def _same(known: Any, value: Any) -> bool:
-    return known == value or str(known).strip() == str(value).strip()
 
 
 def _profile_values(rows: list[Any]) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from models.params import AssetsParams, BackfillParams, NightlyParams, RunSummary, WeeklyParams
-from strataflow.commands.common import UserError
 from strataflow.config import Settings
+from strataflow.errors import UserError
 
 PARAMS: dict[str, type[BaseModel]] = {
     "nightly": NightlyParams,
@@ -24,13 +24,13 @@ PARAMS: dict[str, type[BaseModel]] = {
 }
 FLOWS = tuple(PARAMS)
 STAGE_OWNERS = {
-    "tasks.ingest": "ingest (tasks/ingest.py)",
-    "tasks.embed": "embedding (tasks/embed.py)",
-    "tasks.assets": "asset ingest (tasks/assets.py)",
-    "tasks.extract": "extraction (tasks/extract.py)",
-    "tasks.rollup": "weekly rollup (tasks/rollup.py)",
-    "tasks.reflect": "reflection (tasks/reflect.py)",
-    "tasks.expire": "expiry (tasks/expire.py)",
+    "tasks.ingest": "ingest (strataflow/pipeline/ingest.py)",
+    "tasks.embed": "embedding (strataflow/pipeline/embed.py)",
+    "tasks.assets": "asset ingest (strataflow/pipeline/assets.py)",
+    "tasks.extract": "extraction (strataflow/pipeline/extract.py)",
+    "tasks.rollup": "weekly rollup (strataflow/pipeline/rollup.py)",
+    "tasks.reflect": "reflection (strataflow/pipeline/reflect.py)",
+    "tasks.expire": "expiry (strataflow/pipeline/expire.py)",
 }
 
 

@@ -16,8 +16,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from strataflow.commands.common import UserError
 from strataflow.config import Settings
+from strataflow.errors import UserError
 from strataflow.ops.flow_runner import prefect_environment
 
 logger = logging.getLogger(__name__)

@@ -28,7 +28,10 @@ from strataflow.config import Settings
 from strataflow.db.roles import AccessError
 from strataflow.memory import entries, profiles
 from strataflow.memory.prompts import memory_system_prompt
+from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.context import build_context
+from strataflow.retrieval.item_search import search_entries
+from strataflow.retrieval.user_context import get_user_context as user_context
 from strataflow.service.deps import bearer_token
 from strataflow.service.errors import error_response
 from strataflow.service.keys import Caller, KeyRejected, NamespaceRequired
@@ -132,7 +135,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         """Search long-term memory (English and Chinese). Returns the best entries, each with its type, name,
         id and content; an empty answer means nothing relevant is stored."""
         with session(ctx) as (conn, caller):
-            hits = entries.search_entries(
+            hits = search_entries(
                 conn, settings, caller.namespace, query, subject, agent_id=agent, limit=limit
             )
         return render_hits(hits)
@@ -198,7 +201,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         """Extract and save what the user stated about themselves in one exchange (age, job, location,
         plans, ...). Only facts the user said explicitly are kept; returns what was saved and skipped."""
         with session(ctx, write=True) as (conn, caller):
-            saved = profiles.save_info(
+            saved = save_exchange(
                 conn, settings, caller.namespace, subject, user_message, assistant_message, existing_info
             )
         return saved.model_dump(mode="json")
@@ -212,9 +215,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
     ) -> dict[str, Any]:
         """The user's memories relevant to `query`, a short profile summary and how many memories exist."""
         with session(ctx) as (conn, caller):
-            found = profiles.get_user_context(
-                conn, settings, caller.namespace, subject, query, agent_id=agent
-            )
+            found = user_context(conn, settings, caller.namespace, subject, query, agent_id=agent)
         return found.model_dump(mode="json")
 
     @_tool(server, "profile_get", READ_ONLY)

@@ -17,10 +17,11 @@ from strataflow.config import Settings
 from strataflow.db import passwords, roles
 from strataflow.db.engine import libpq_url
 from strataflow.memory import api as memory_api
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.forget import forget_subject
+from strataflow.pipeline.ingest import ingest_logs
 from strataflow.retrieval.context import build_context
-from tasks.extract import extract_new
-from tasks.forget import forget_subject
-from tasks.ingest import ingest_logs
+from strataflow.retrieval.item_search import search_memories
 
 SUBJECT = "u1"
 WORDS = {"alpha": "Lisbon", "beta": "Reykjavik"}  # each namespace's city; the other must never show up
@@ -73,10 +74,8 @@ def test_the_memory_api_under_an_agent_role_returns_only_its_namespace(
         assert [i.value for i in memory_api.list_memories(conn, alpha, SUBJECT)] == ["Lisbon"]
         assert memory_api.list_memories(conn, beta, SUBJECT) == []  # asking for beta by name gives nothing
         assert memory_api.get_memory(conn, beta, SUBJECT, kind="fact", key="city") is None
-        assert memory_api.search_memories(conn, settings, beta, "Reykjavik") == []
-        assert [h.item.namespace for h in memory_api.search_memories(conn, settings, alpha, "Lisbon")] == [
-            alpha
-        ]
+        assert search_memories(conn, settings, beta, "Reykjavik") == []
+        assert [h.item.namespace for h in search_memories(conn, settings, alpha, "Lisbon")] == [alpha]
         with pytest.raises(memory_api.MemoryNotFound):
             memory_api.update_memory(conn, beta, SUBJECT, kind="fact", key="city", value="planted")
 

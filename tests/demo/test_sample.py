@@ -12,7 +12,7 @@ from sqlalchemy import Engine, text
 from models.vocabulary import PROFILE_KEYS
 from strataflow.config import Settings
 from strataflow.demo.sample import write_sample
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.ingest import ingest_logs
 
 TZ = ZoneInfo("Asia/Shanghai")
 

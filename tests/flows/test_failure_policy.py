@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from strataflow.cli import app
 from strataflow.config import Settings
-from strataflow.ops.runs import scope_ref
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.ingest import ingest_logs
+from strataflow.pipeline.runs import scope_ref
 
 SUBJECTS = ("client-zh", "team-en")  # the subjects of write_daily_logs
 SELECT_RUN = text(

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 
 from bench.ingest import SELECT_PARTITIONS, bench_weeks, free_window
 from strataflow.config import Settings
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.ingest import ingest_logs
 
 
 def test_the_bench_window_moves_back_past_weeks_that_hold_other_rows(

@@ -18,8 +18,8 @@ from strataflow.demo.sample import write_sample
 from strataflow.ingest.enrich import ChunkOptions, prepare_chunk
 from strataflow.ingest.fulltext import Lexicon, UnknownWords
 from strataflow.ingest.readers import detect_format, expand_paths, read_chunks
+from strataflow.pipeline.ingest import ingest_logs
 from strataflow.textsearch import fts_parts
-from tasks.ingest import ingest_logs
 
 # Each text's database vector and the Python literal cast by the database, both as text (null: no literal).
 COMPARE = text(

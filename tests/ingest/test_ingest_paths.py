@@ -1,7 +1,8 @@
 """The bulk pipeline writes what the old path wrote, row for row; the last record in file order wins.
 
 Old path: tests/ingest/legacy_prepare.py (every record through pydantic, rows rendered one by one), one
-chunk after another on one connection. New path: tasks.ingest.ingest_logs (fast path, ordered writers).
+chunk after another on one connection. New path: strataflow.pipeline.ingest.ingest_logs (fast path, ordered
+writers).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from strataflow.ingest.enrich import ChunkOptions
 from strataflow.ingest.pipeline import AnotherChunkFailed, first_failure
 from strataflow.ingest.readers import detect_format, expand_paths, read_chunks
 from strataflow.ingest.staging import ChunkCounts, write_chunk
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.ingest import ingest_logs
 from tests.ingest.legacy_prepare import legacy_prepare_chunk
 
 # Processing times, run ids, generated ids and the namespace (each path writes its own) are left out.

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
-from tasks.extract import extract_new
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.ingest import ingest_logs
 
 TABLES_WITH_TEXT = ("llm_calls", "llm_cache", "pipeline_runs", "quarantine")
 BASE_TABLES = text(

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, text
 from strataflow.config import Settings
 from strataflow.memory import entries, entry_fields
 from strataflow.memory.prompts import memory_system_prompt
+from strataflow.retrieval.item_search import search_entries
 
 
 def test_an_entry_with_a_chinese_name_comes_back_with_its_name_type_and_kind(
@@ -65,7 +66,7 @@ def test_a_name_is_unique_per_subject_and_agent_and_an_agents_entry_is_private_u
     )
 
     def visible(agent: str | None) -> set[int]:
-        hits = entries.search_entries(conn, settings, namespace, "Lisbon office", "u1", agent_id=agent)
+        hits = search_entries(conn, settings, namespace, "Lisbon office", "u1", agent_id=agent)
         return {hit.id for hit in hits}
 
     assert visible("a") == {private.id, shared.id}
@@ -154,10 +155,8 @@ def test_search_finds_an_entry_by_its_chinese_name_and_an_extracted_item_reads_a
         ),
         {"ns": namespace},
     )
-    assert [hit.id for hit in entries.search_entries(conn, settings, namespace, "简洁风格", "u3")] == [
-        saved.id
-    ]
-    (company,) = entries.search_entries(conn, settings, namespace, "Quintessa", "u3")
+    assert [hit.id for hit in search_entries(conn, settings, namespace, "简洁风格", "u3")] == [saved.id]
+    (company,) = search_entries(conn, settings, namespace, "Quintessa", "u3")
     assert (company.name, company.type, company.content, company.source) == (
         "company", "fact", "Quintessa", "extracted",
     )  # fmt: skip

@@ -20,9 +20,9 @@ from strataflow.memory.api import (
     memory_history,
     normalize_kind,
     save_memory,
-    search_memories,
     update_memory,
 )
+from strataflow.retrieval.item_search import search_memories
 
 
 def test_save_update_delete_round_trip_keeps_every_version(conn: Connection, namespace: str) -> None:
@@ -172,8 +172,8 @@ def test_manual_profile_edit_survives_the_next_extraction(
     engine: Engine, settings: Settings, namespace: str, tmp_path: Path
 ) -> None:
     from strataflow.memory.profiles import get_profile, patch_profile
-    from tasks.extract import extract_new
-    from tasks.ingest import ingest_logs
+    from strataflow.pipeline.extract import extract_new
+    from strataflow.pipeline.ingest import ingest_logs
 
     with engine.begin() as conn:
         patch_profile(conn, namespace, "u1", "work", {"occupation": "数据工程师"})  # seed 002 PATCH

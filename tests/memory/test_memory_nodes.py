@@ -11,8 +11,8 @@ from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
 from strataflow.memory.store import delete_item, upsert_item
-from tasks.assets import ingest_assets
-from tasks.reflect import reflect_pending
+from strataflow.pipeline.assets import ingest_assets
+from strataflow.pipeline.reflect import reflect_pending
 
 T0 = datetime(2025, 5, 5, 9, 0, tzinfo=UTC)
 SELECT_NODE = text(

@@ -13,8 +13,10 @@ from typer.testing import CliRunner
 from models.vocabulary import PROFILE_SECTIONS, normalize_key
 from strataflow.cli import app
 from strataflow.config import Settings
-from strataflow.memory.user_memory import get_user_context, save_exchange, summarize
-from tasks.extract import PROMPT_VERSION
+from strataflow.memory.user_memory import summarize
+from strataflow.pipeline.extract import PROMPT_VERSION
+from strataflow.pipeline.save_info import save_exchange
+from strataflow.retrieval.user_context import get_user_context
 
 EXCHANGE = ("我今年三十多岁，在上海做产品经理，年薪大概60万。", "好的，了解了，谢谢您的介绍。")
 LEDGER = text("select count(*) from llm_calls where namespace = :ns and stage = 'extract'")

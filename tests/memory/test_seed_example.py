@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 from strataflow.cli import app
 from strataflow.memory.profiles import get_profile
 from strataflow.memory.user_memory import summarize
-from tasks.extract import extract_new
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.ingest import ingest_logs
 
 SEED_000 = "我今年32岁，浙大计算机硕士毕业的，现在在杭州做前端开发，工作8年了，年薪大概80万"
 EXPECTED_A = {

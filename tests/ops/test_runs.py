@@ -1,5 +1,5 @@
-"""The run recorder (strataflow/ops/runs.py) and the `strataflow run` options generated from the parameter
-models."""
+"""The run recorder (strataflow/pipeline/runs.py) and the `strataflow run` options generated from the
+parameter models."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sqlalchemy import Engine, text
 from models.lifecycle import ReflectResult, RollupResult
 from models.results import ExtractResult, IngestResult
 from strataflow.cli import app
-from strataflow.ops import runs
 from strataflow.ops.flow_runner import PARAMS
+from strataflow.pipeline import runs
 
 SELECT_RUN = text("select flow, status, counts, error from pipeline_runs where run_id = :run_id")
 

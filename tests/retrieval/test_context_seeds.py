@@ -13,11 +13,11 @@ from sqlalchemy import Engine, text
 from strataflow.config import Settings
 from strataflow.memory.profiles import set_profile_status
 from strataflow.memory.store import upsert_item
+from strataflow.pipeline.embed import embed_pending
+from strataflow.pipeline.hot_memory import refresh_hot_memory
 from strataflow.retrieval.context import build_context
 from strataflow.retrieval.context_budget import count_tokens
 from strataflow.retrieval.context_parts import resolve_intent
-from tasks.embed import embed_pending
-from tasks.hot_memory import refresh_hot_memory
 
 DIALOG = [
     "我是后端开发工程师，在杭州工作。",

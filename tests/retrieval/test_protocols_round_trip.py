@@ -13,11 +13,12 @@ from sqlalchemy import Engine
 from strataflow.config import Settings
 from strataflow.demo.sample import write_sample
 from strataflow.memory.profiles import get_profiles, patch_profile, set_profile_status
-from strataflow.memory.user_memory import save_exchange, summarize
+from strataflow.memory.user_memory import summarize
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.hot_memory import refresh_hot_memory
+from strataflow.pipeline.ingest import ingest_logs
+from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.context import build_context
-from tasks.extract import extract_new
-from tasks.hot_memory import refresh_hot_memory
-from tasks.ingest import ingest_logs
 
 
 def test_the_sample_gives_every_seed_shape_the_protocols_check_reads(

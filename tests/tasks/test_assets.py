@@ -12,8 +12,15 @@ from typer.testing import CliRunner
 
 from strataflow.config import Settings
 from strataflow.llm.embeddings import encode_count
+from strataflow.pipeline.assets import (
+    AssetResult,
+    asset_files,
+    file_checksum,
+    ingest_assets,
+    parse_file,
+    store_asset,
+)
 from strataflow.textsearch import TSQUERY_SQL, or_query_parts
-from tasks.assets import AssetResult, asset_files, file_checksum, ingest_assets, parse_file, store_asset
 
 GUIDE = """# Team handbook
 

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, text
 
 from models.params import NightlyParams, WeeklyParams
 from strataflow.config import Settings
-from tasks.bookkeeping import count_run, date_in_name, merge_results, plan_days, plan_weeks
+from strataflow.pipeline.run_summary import count_run, date_in_name, merge_results, plan_days, plan_weeks
 
 SELECT_RUN = text("select parameters, counts from pipeline_runs where run_id = :run_id")
 SELECT_CONTENTS = text("select content from conversation_messages where namespace = :ns")
@@ -171,8 +171,8 @@ def test_the_nightly_resolves_its_logical_date_and_reads_that_days_inbox_files_o
 def test_status_shows_a_namespaces_last_runs_with_their_errors_watermarks_and_quarantine(
     settings: Settings, engine: Engine, namespace: str, tmp_path: Path
 ) -> None:
-    from strataflow.ops import runs, status
-    from tasks.ingest import ingest_logs
+    from strataflow.pipeline import runs, status
+    from strataflow.pipeline.ingest import ingest_logs
 
     path = tmp_path / "day.jsonl"
     _write_message(path, "m1", "We ship on Friday.", date(2024, 3, 5))

@@ -11,7 +11,14 @@ from sqlalchemy import Connection, Engine, text
 from bench.embed import insert_l1_rows
 from strataflow.config import Settings
 from strataflow.llm.embeddings import encode_count, vectors_for
-from tasks.embed import TARGETS, EmbedResult, embed_pending, embedding_text, read_page, write_page
+from strataflow.pipeline.embed import (
+    TARGETS,
+    EmbedResult,
+    embed_pending,
+    embedding_text,
+    read_page,
+    write_page,
+)
 
 MODEL = "all-MiniLM-L6-v2"
 

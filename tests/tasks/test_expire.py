@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import text
 
-from tasks.expire import expire_l1
-from tasks.rollup import rollup_weeks
+from strataflow.pipeline.expire import expire_l1
+from strataflow.pipeline.rollup import rollup_weeks
 
 NOW = datetime.now(UTC)
 

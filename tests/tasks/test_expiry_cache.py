@@ -12,9 +12,9 @@ from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
 from strataflow.memory.store import upsert_item
+from strataflow.pipeline.expire import expire_l1
+from strataflow.pipeline.ingest import ingest_logs
 from strataflow.textsearch import content_hash
-from tasks.expire import expire_l1
-from tasks.ingest import ingest_logs
 
 EXPIRED_ONLY = "My passport number is E1234567."
 SHARED_WITH_LIVE = "I like green tea."

@@ -14,8 +14,9 @@ from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.prompt_blocks import parse_blocks, parse_json_lines
 from strataflow.memory.store import upsert_item
-from tasks.extract import PROMPT_VERSION, extract_new, refresh_hot_memory
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.extract import PROMPT_VERSION, extract_new
+from strataflow.pipeline.hot_memory import refresh_hot_memory
+from strataflow.pipeline.ingest import ingest_logs
 
 KEY_VALUE = re.compile(r"my (?P<key>[a-z][a-z0-9_]*) is (?P<value>\S+)")
 

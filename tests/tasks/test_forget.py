@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 from sqlalchemy import text
 
 from strataflow.memory.store import upsert_item
+from strataflow.pipeline.expire import expire_l1
+from strataflow.pipeline.forget import forget_subject
+from strataflow.pipeline.reflect import reflect_pending
+from strataflow.pipeline.rollup import rollup_weeks
 from strataflow.textsearch import content_hash
-from tasks.expire import expire_l1
-from tasks.forget import forget_subject
-from tasks.reflect import reflect_pending
-from tasks.rollup import rollup_weeks
 
 SCOPED_TABLES = (
     "conversation_messages",

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
-from tasks.extract import extract_new
-from tasks.forget import forget_subject, subject_pattern
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.forget import forget_subject, subject_pattern
+from strataflow.pipeline.ingest import ingest_logs
 
 # The subject's passport number: their words, wherever they went. Drawn per run, since the search below reads
 # every namespace and other tests store passport numbers of their own.

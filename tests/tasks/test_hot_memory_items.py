@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from strataflow.cli import app
 from strataflow.config import Settings
-from tasks.hot_memory import refresh_hot_memory
+from strataflow.pipeline.hot_memory import refresh_hot_memory
 
 SELECT_ITEMS = text(
     """

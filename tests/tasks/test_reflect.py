@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import text
 
 from strataflow.memory.store import upsert_item
-from tasks.reflect import reflect_pending
+from strataflow.pipeline.reflect import reflect_pending
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 SELECT_INSIGHTS = text(

@@ -1,5 +1,5 @@
-"""Recomputing extraction with another model (tasks/extract.py with a Recompute window), over litellm's real
-HTTP path: a scripted OpenAI-compatible server on 127.0.0.1 plays an old and a new model."""
+"""Recomputing extraction with another model (strataflow/pipeline/extract.py with a Recompute window), over
+litellm's real HTTP path: a scripted OpenAI-compatible server on 127.0.0.1 plays an old and a new model."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from models.params import EVERY_SCOPE, Recompute, Shard
 from strataflow.config import Settings
 from strataflow.llm.prompt_blocks import parse_blocks, parse_json_lines
 from strataflow.memory.store import upsert_item
-from tasks.extract import extract_new
-from tasks.ingest import ingest_logs
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.ingest import ingest_logs
 
 FACT = re.compile(r"my (?P<key>[a-z_]+) is (?P<value>\w+)")
 WINDOW = Recompute(since=datetime(2026, 11, 1, tzinfo=UTC), until=datetime(2026, 11, 8, tzinfo=UTC))

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import text
 
 from strataflow.memory.store import upsert_item
-from tasks.expire import expire_l1
-from tasks.rollup import rollup_weeks, sample_for_prompt
+from strataflow.pipeline.expire import expire_l1
+from strataflow.pipeline.rollup import rollup_weeks, sample_for_prompt
 
 SELECT_REPORTS = text(
     """

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from models.entries import Entry, EntryHit, EntryPage, EntryVersion
 from strataflow.memory import entries
+from strataflow.retrieval.item_search import search_entries
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import Agent, MemoryCreate, MemoryListParams, MemoryPatch, MemorySearch
@@ -46,7 +47,7 @@ def search_memories(
     body: MemorySearch, db: DbDep, caller: CallerDep, settings: SettingsDep
 ) -> dict[str, list[EntryHit]]:
     """Entries matching `query` (English and Chinese, words and meaning), best first: {"results": [...]}."""
-    hits = entries.search_entries(
+    hits = search_entries(
         db, settings, caller.namespace, body.query, body.subject, agent_id=body.agent, entry_type=body.type,
         limit=body.limit,
     )  # fmt: skip

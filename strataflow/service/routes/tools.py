@@ -1,12 +1,14 @@
-"""Seed 000 tools over HTTP: POST /v1/save_info, /v1/summarize and /v1/user_context
-(strataflow.memory.profiles, which re-exports strataflow.memory.user_memory)."""
+"""Seed 000 tools over HTTP: POST /v1/save_info (strataflow.pipeline.save_info), /v1/summarize
+(strataflow.memory.user_memory) and /v1/user_context (strataflow.retrieval.user_context)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from models.user_memory import ProfileSummary, SaveInfoResult, UserContext
-from strataflow.memory import profiles
+from strataflow.memory.user_memory import summarize as summarize_profile
+from strataflow.pipeline.save_info import save_exchange
+from strataflow.retrieval.user_context import get_user_context
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import SaveInfoBody, SubjectBody, UserContextBody
@@ -19,7 +21,7 @@ RESPONSES = error_responses(401, 403, 422, 429, 503)
 def save_info(body: SaveInfoBody, db: WriterDep, caller: CallerDep, settings: SettingsDep) -> SaveInfoResult:
     """Extract what the user stated in one exchange (the extraction stage, now) and save it with seed 000's
     rules: {extracted_info, saved_count, saved_memories, skipped_fields}."""
-    return profiles.save_info(
+    return save_exchange(
         db, settings, caller.namespace, body.subject, body.user_message, body.assistant_message,
         body.existing_info,
     )  # fmt: skip
@@ -29,12 +31,10 @@ def save_info(body: SaveInfoBody, db: WriterDep, caller: CallerDep, settings: Se
 def summarize(body: SubjectBody, db: DbDep, caller: CallerDep) -> ProfileSummary:
     """The subject's profile in seed 000's four sections, completeness {score, filled_fields,
     missing_fields} and a narrative_summary in the subject's language."""
-    return profiles.summarize(db, caller.namespace, body.subject)
+    return summarize_profile(db, caller.namespace, body.subject)
 
 
 @router.post("/user_context", response_model=UserContext, responses=RESPONSES)
 def user_context(body: UserContextBody, db: DbDep, caller: CallerDep, settings: SettingsDep) -> UserContext:
     """The subject's memories relevant to `query`: {memories, user_profile_summary, total_memories}."""
-    return profiles.get_user_context(
-        db, settings, caller.namespace, body.subject, body.query, agent_id=body.agent
-    )
+    return get_user_context(db, settings, caller.namespace, body.subject, body.query, agent_id=body.agent)

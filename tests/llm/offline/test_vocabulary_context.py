@@ -18,8 +18,8 @@ from strataflow.llm.offline import register_offline_provider
 from strataflow.llm.offline.extract import extract_items
 from strataflow.llm.prompt_blocks import parse_blocks
 from strataflow.memory.api import normalize_key as api_normalize_key
-from strataflow.ops.scopes import ScopeMessage
-from tasks.extract import build_extract_messages
+from strataflow.pipeline.extract import build_extract_messages
+from strataflow.pipeline.scopes import ScopeMessage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

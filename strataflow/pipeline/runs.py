@@ -1,8 +1,8 @@
 """The run recorder: one pipeline_runs row per flow run or CLI stage run, with its counts and final state.
 
-Every way of running work records it here: the flows (tasks/bookkeeping.py's begin-run and finish-run tasks
-call start_run and finish_run; the flows' failure hook calls fail_flow_run), the CLI commands and a
-stand-alone ingest (record_run). The final state follows one policy (run_status):
+Every way of running work records it here: the flows (tasks/bookkeeping.py's begin-run task calls start_run,
+its finish-run task run_summary.close_run; the flows' failure hook calls fail_flow_run), the CLI commands and
+a stand-alone ingest (record_run). The final state follows one policy (run_status):
 
 - failed: the work raised, or an LLM stage attempted units and every one of them failed;
 - completed_with_errors: some units of an LLM stage failed, the others were done;
@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -72,7 +73,10 @@ def scope_ref(namespace: str, subject_id: str) -> str:
 
 def stage_logger(name: str) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
     """Prefect's run logger inside a flow or task run (its lines show in the run's log in the UI), else the
-    module's logger."""
+    module's logger. Prefect is only asked when something in this process already loaded it: importing it
+    here would set up its logging in processes that never run a flow (the API server)."""
+    if "prefect" not in sys.modules:
+        return logging.getLogger(name)
     from prefect.exceptions import MissingContextError
     from prefect.logging import get_run_logger
 

@@ -1,5 +1,5 @@
 """The weekly rollup prompt: its instructions, the sampling of long weeks and the chat messages of one call.
-The stage that sends them is tasks/rollup.py; the output schema is models/llm.py RollupOutput.
+The stage that sends them is strataflow/pipeline/rollup.py; the output schema is models/llm.py RollupOutput.
 
 Long weeks: the prompt carries at most PROMPT_BUDGET_CHARS of messages, each cut to MESSAGE_CHARS; when a
 week is longer, every user message that fits is kept first, then evenly spaced others, in time order

@@ -1,6 +1,6 @@
 """The extraction prompt: its instructions, how a scope's messages become batches (the subject's turns, each
 with the assistant turn just before it as context) and the chat messages of one call. The stage that sends
-them is tasks/extract.py; the output schema is models/llm.py ExtractionOutput.
+them is strataflow/pipeline/extract.py; the output schema is models/llm.py ExtractionOutput.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from models.common import MemoryKind
 from models.vocabulary import PROFILE_SECTIONS
 from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
-from strataflow.ops.scopes import ScopeMessage
+from strataflow.pipeline.scopes import ScopeMessage
 from strataflow.textsearch import CJK_RUN
 
 STAGE = "extract"

@@ -1,0 +1,271 @@
+"""Assets: data assets (Markdown/text, CSV/Parquet, JSON/JSONL, SQL tables) into long-term memory.
+
+Each asset is one `asset_documents` row (namespace, uri, kind, checksum, version) and its `asset_chunks`
+(content, hash, token estimate, language, full-text vector, embedding through the embedding cache).
+Chunking is in strataflow/ingest/chunking.py. An asset whose checksum is unchanged is skipped without being
+parsed or encoded; a changed one replaces all its chunks in one transaction (version + 1) and leaves an
+`asset_replace` row in deletion_reports. A file that cannot be read or parsed (bad UTF-8, bad JSON, an
+unknown extension, a bad JSONL line) goes to quarantine and the other assets continue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, text
+
+from models.results import AssetResult
+from strataflow.config import Settings
+from strataflow.db.engine import engine_for
+from strataflow.ingest.asset_readers import (
+    AssetError,
+    ParsedAsset,
+    asset_files,
+    file_checksum,
+    parse_file,
+    parse_sql,
+)
+from strataflow.ingest.chunking import Chunk
+from strataflow.llm.embeddings import embed_texts_counted
+from strataflow.textsearch import TSVECTOR_SQL, content_hash, detect_lang, fts_parts
+
+logger = logging.getLogger(__name__)
+
+RAW_RECORD_CHARS = 2_000
+
+SELECT_DOCUMENT = text(
+    """
+    select document_id, checksum, version from asset_documents
+    where namespace = :namespace and uri = :uri
+    """
+)
+LOCK_DOCUMENT = text(
+    """
+    select document_id, checksum, version from asset_documents
+    where namespace = :namespace and uri = :uri for update
+    """
+)
+INSERT_DOCUMENT = text(
+    """
+    insert into asset_documents (namespace, uri, kind, title, checksum, metadata, run_id)
+    values (:namespace, :uri, :kind, :title, :checksum, cast(:metadata as jsonb), :run_id)
+    returning document_id
+    """
+)
+UPDATE_DOCUMENT = text(
+    """
+    update asset_documents
+    set kind = :kind, title = :title, checksum = :checksum, version = version + 1,
+        metadata = cast(:metadata as jsonb), run_id = :run_id, updated_at = now()
+    where document_id = :document_id
+    returning version
+    """
+)
+DELETE_CHUNKS = text("delete from asset_chunks where document_id = :document_id")
+INSERT_CHUNK = text(
+    f"""
+    insert into asset_chunks (document_id, namespace, chunk_index, content, content_hash, token_count, lang,
+                              embedding, embedding_model, fts, metadata)
+    values (:document_id, :namespace, :chunk_index, :content, :content_hash, :token_count, :lang,
+            :embedding, :embedding_model, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
+            cast(:metadata as jsonb))
+    """
+)
+INSERT_REPLACE_REPORT = text(
+    """
+    insert into deletion_reports (run_id, kind, namespace, reason, counts)
+    values (:run_id, 'asset_replace', :namespace, :reason, cast(:counts as jsonb))
+    """
+)
+INSERT_QUARANTINE = text(
+    """
+    insert into quarantine (run_id, namespace, source, position, field, reason, error, raw_record)
+    values (:run_id, :namespace, :source, :position, :field, :reason, :error, :raw_record)
+    """
+)
+
+
+def store_asset(
+    conn: Connection, settings: Settings, namespace: str, asset: ParsedAsset, run_id: uuid.UUID | None
+) -> tuple[str, AssetResult]:
+    """Insert, replace or skip one asset inside the caller's transaction; returns (action, counts)."""
+    counts = AssetResult(assets=1)
+    params = {"namespace": namespace, "uri": asset.uri}
+    current = conn.execute(LOCK_DOCUMENT, params).first()
+    if current is not None and current.checksum == asset.checksum:
+        counts.unchanged = 1
+        return "unchanged", counts
+    document = {
+        "kind": asset.kind,
+        "title": asset.title,
+        "checksum": asset.checksum,
+        "metadata": json.dumps(asset.metadata, default=str),
+        "run_id": run_id,
+    }
+    if current is None:
+        document_id = conn.execute(INSERT_DOCUMENT, {**params, **document}).scalar_one()
+        counts.inserted, action = 1, "inserted"
+    else:
+        document_id = current.document_id
+        counts.chunks_deleted = conn.execute(DELETE_CHUNKS, {"document_id": document_id}).rowcount
+        version = conn.execute(UPDATE_DOCUMENT, {**document, "document_id": document_id}).scalar_one()
+        report = {
+            "uri": asset.uri,
+            "document_id": document_id,
+            "version": version,
+            "chunks_deleted": counts.chunks_deleted,
+            "chunks_inserted": len(asset.chunks),
+        }
+        conn.execute(
+            INSERT_REPLACE_REPORT,
+            {
+                "run_id": run_id,
+                "namespace": namespace,
+                "reason": f"checksum changed: {asset.uri}",
+                "counts": json.dumps(report),
+            },
+        )
+        counts.replaced, action = 1, "replaced"
+    _insert_chunks(conn, settings, namespace, document_id, asset.chunks, counts)
+    return action, counts
+
+
+def _insert_chunks(
+    conn: Connection,
+    settings: Settings,
+    namespace: str,
+    document_id: int,
+    chunks: Sequence[Chunk],
+    counts: AssetResult,
+) -> None:
+    if not chunks:
+        return
+    vectors, hits = embed_texts_counted(conn, settings, [chunk.content for chunk in chunks])
+    rows = []
+    for index, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
+        fts_en, fts_zh = fts_parts(chunk.content)
+        rows.append(
+            {
+                "document_id": document_id,
+                "namespace": namespace,
+                "chunk_index": index,
+                "content": chunk.content,
+                "content_hash": content_hash(chunk.content),
+                "token_count": chunk.token_count,
+                "lang": detect_lang(chunk.content),
+                "embedding": vector,
+                "embedding_model": settings.embedding_model,
+                "fts_en": fts_en,
+                "fts_zh": fts_zh,
+                "metadata": json.dumps(chunk.metadata, ensure_ascii=False),
+            }
+        )
+    conn.execute(INSERT_CHUNK, rows)
+    counts.chunks_written += len(rows)
+    counts.encoded += len(rows) - hits
+    counts.cache_hits += hits
+
+
+def quarantine_asset(
+    conn: Connection, namespace: str, source: str, error: AssetError, raw: str, run_id: uuid.UUID | None
+) -> None:
+    conn.execute(
+        INSERT_QUARANTINE,
+        {
+            "run_id": run_id,
+            "namespace": namespace,
+            "source": source,
+            "position": error.position,
+            "field": error.field,
+            "reason": error.reason,
+            "error": str(error),
+            "raw_record": raw[:RAW_RECORD_CHARS],
+        },
+    )
+
+
+def _raw_text(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(RAW_RECORD_CHARS * 4).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _add(total: AssetResult, part: AssetResult) -> None:
+    for name in AssetResult.model_fields:
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+
+
+def ingest_assets(
+    settings: Settings,
+    paths: Sequence[str | Path],
+    namespace: str,
+    run_id: uuid.UUID | None = None,
+    url: str | None = None,
+    table: str | None = None,
+    query: str | None = None,
+) -> AssetResult:
+    """Ingest asset files (and, with url, one SQL table or query); one transaction per asset."""
+    engine = engine_for(settings)
+    result = AssetResult()
+    for path in asset_files(paths):
+        source = path.resolve().as_uri()
+        try:
+            checksum = file_checksum(path)
+            with engine.connect() as conn:
+                known = conn.execute(SELECT_DOCUMENT, {"namespace": namespace, "uri": source}).first()
+            if known is not None and known.checksum == checksum:
+                result.assets += 1
+                result.unchanged += 1
+                continue
+            asset = parse_file(path, checksum)
+        except (AssetError, OSError) as exc:
+            error = (
+                exc
+                if isinstance(exc, AssetError)
+                else AssetError(f"{path}: cannot read the file ({exc})", "unreadable", "path")
+            )
+            with engine.begin() as conn:
+                quarantine_asset(conn, namespace, source, error, _raw_text(path), run_id)
+            result.assets += 1
+            result.quarantined += 1
+            continue
+        _store(engine, settings, namespace, asset, run_id, result)
+    if url is not None:
+        try:
+            asset = parse_sql(url, table, query)
+        except AssetError as exc:
+            with engine.begin() as conn:
+                quarantine_asset(
+                    conn, namespace, f"sql:{table or 'query'}", exc, query or table or "", run_id
+                )
+            result.assets += 1
+            result.quarantined += 1
+        else:
+            _store(engine, settings, namespace, asset, run_id, result)
+    return result
+
+
+def _store(
+    engine: Engine,
+    settings: Settings,
+    namespace: str,
+    asset: ParsedAsset,
+    run_id: uuid.UUID | None,
+    result: AssetResult,
+) -> None:
+    with engine.begin() as conn:
+        action, counts = store_asset(conn, settings, namespace, asset, run_id)
+        if action != "unchanged":
+            for error in asset.bad_records:
+                quarantine_asset(
+                    conn, namespace, asset.uri, error, asset.raw_lines.get(error.position, ""), run_id
+                )
+            counts.quarantined += len(asset.bad_records)
+    logger.info("asset %s: %s (%d chunks)", asset.uri, action, counts.chunks_written)
+    _add(result, counts)

@@ -1,0 +1,232 @@
+"""Embed: fill the embedding of every row that has none (or, with reembed, one from another model).
+
+Tables and the text embedded for one row (`embedding_text`, the one place this is decided):
+conversation_messages -> content as written (no speaker or time prefix: a retrieval recipe that wants one
+is measured in the retrieval bench, and would change the text hash, so the cache, for every row);
+memory_items -> statement (or "key: value" when there is none); weekly_reports -> summary;
+insights -> statement; asset_chunks -> content.
+
+Rows are read in pages of PAGE_BATCHES x embed_batch_size (keyset on a unique, indexed column): cache
+lookup, one encode call for the misses (the model batches them by `embed_batch_size` after sorting by
+length, exactly as a direct `model.encode` over the same texts would), then, in one transaction per page on
+a writer thread that overlaps the next page's encode, the cache insert and one executemany UPDATE by
+primary key. An interrupted run keeps the pages it wrote. A rerun encodes nothing: no row is pending, and
+a re-embed of known texts is served by embedding_cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.sql.elements import TextClause
+
+from models.results import EmbedResult
+from strataflow.config import Settings
+from strataflow.db.engine import engine_for
+from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
+
+logger = logging.getLogger(__name__)
+
+# Rows per page, in encode batches: a page lets the model sort its texts by length as a direct model.encode
+# does (less padding); small pages keep the one write that cannot overlap an encode (the last) short.
+PAGE_BATCHES = 4
+
+
+@dataclass(frozen=True)
+class EmbedTarget:
+    """One table with an embedding column: its keyset column, primary key, the columns the text needs, and
+    the columns that must still hold the values read for the update to apply (a row whose text changed
+    while its page was being encoded keeps a null embedding and is picked up by the next run)."""
+
+    table: str
+    cursor: str
+    keys: tuple[str, ...]
+    text_columns: tuple[str, ...]
+    guards: tuple[str, ...]
+
+
+TARGETS: tuple[EmbedTarget, ...] = (
+    EmbedTarget(
+        "conversation_messages", "ingest_seq", ("message_id", "event_at"), ("content",), ("content_hash",)
+    ),
+    EmbedTarget("memory_items", "item_id", ("item_id",), ("statement", "key", "value"), ("statement",)),
+    EmbedTarget("weekly_reports", "report_id", ("report_id",), ("summary",), ("summary",)),
+    EmbedTarget("insights", "insight_id", ("insight_id",), ("statement",), ("statement",)),
+    EmbedTarget("asset_chunks", "chunk_id", ("chunk_id",), ("content",), ("content_hash",)),
+)
+
+# Identifiers below come from TARGETS (constants); every value is a bound parameter.
+_PENDING = {
+    False: "embedding is null",
+    True: "(embedding is null or embedding_model is distinct from :model)",
+}
+_SCOPE = "(cast(:namespace as text) is null or namespace = cast(:namespace as text))"
+
+
+def _select_sql(target: EmbedTarget, reembed: bool) -> TextClause:
+    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.text_columns, *target.guards)))
+    return text(
+        f"select {columns} from {target.table} where {_PENDING[reembed]} and {_SCOPE} "
+        f"and {target.cursor} > :after order by {target.cursor} limit :limit"
+    )
+
+
+def _count_sql(target: EmbedTarget, reembed: bool) -> TextClause:
+    return text(f"select count(*) from {target.table} where {_PENDING[reembed]} and {_SCOPE}")
+
+
+def _update_sql(target: EmbedTarget) -> TextClause:
+    match = " and ".join(
+        [f"{key} = :{key}" for key in target.keys]
+        + [f"{col} is not distinct from :{col}" for col in target.guards]
+    )
+    return text(f"update {target.table} set embedding = :embedding, embedding_model = :model where {match}")
+
+
+SELECT_PENDING = {(t.table, r): _select_sql(t, r) for t in TARGETS for r in (False, True)}
+COUNT_PENDING = {(t.table, r): _count_sql(t, r) for t in TARGETS for r in (False, True)}
+UPDATE_EMBEDDING = {t.table: _update_sql(t) for t in TARGETS}
+
+
+def embedding_text(table: str, row: Mapping[str, Any]) -> str:
+    """The text embedded for one row of `table` (see the module docstring for why it is this simple)."""
+    if table == "memory_items":
+        statement = (row.get("statement") or "").strip()
+        if statement:
+            return statement
+        value = row.get("value")
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return f"{row['key'].replace('_', ' ')}: {shown}"
+    if table == "weekly_reports":
+        return row["summary"]
+    if table == "insights":
+        return row["statement"]
+    return row["content"]  # conversation_messages, asset_chunks
+
+
+def count_pending(
+    conn: Connection, model: str, reembed: bool = False, namespace: str | None = None
+) -> dict[str, int]:
+    """Rows waiting for an embedding, per table."""
+    params = {"model": model, "namespace": namespace}
+    return {t.table: conn.execute(COUNT_PENDING[(t.table, reembed)], params).scalar_one() for t in TARGETS}
+
+
+def read_page(
+    conn: Connection,
+    settings: Settings,
+    target: EmbedTarget,
+    after: Any,
+    reembed: bool,
+    namespace: str | None,
+) -> list[dict[str, Any]]:
+    """The next pending rows of one table after keyset position `after`."""
+    params = {
+        "model": get_embedder(settings).model_name,
+        "namespace": namespace,
+        "after": after,
+        "limit": settings.embed_batch_size * PAGE_BATCHES,
+    }
+    return [dict(r._mapping) for r in conn.execute(SELECT_PENDING[(target.table, reembed)], params)]
+
+
+def write_page(
+    conn: Connection,
+    target: EmbedTarget,
+    model: str,
+    rows: list[dict[str, Any]],
+    vectors: list[np.ndarray],
+    new: dict[str, np.ndarray],
+) -> None:
+    """Store the newly encoded vectors in the cache and set each row's embedding (by primary key)."""
+    started = time.perf_counter()
+    store_vectors(conn, model, new)
+    updates = [
+        {**{key: row[key] for key in (*target.keys, *target.guards)}, "embedding": vector, "model": model}
+        for row, vector in zip(rows, vectors, strict=True)
+    ]
+    conn.execute(UPDATE_EMBEDDING[target.table], updates)
+    logger.debug("%s: wrote %d rows in %.2f s", target.table, len(rows), time.perf_counter() - started)
+
+
+def embed_table(
+    engine: Engine,
+    settings: Settings,
+    target: EmbedTarget,
+    reembed: bool,
+    namespace: str | None,
+    result: EmbedResult,
+    advance: Callable[[int], None],
+) -> None:
+    """Embed every pending row of one table, page by page.
+
+    Page N's write (cache insert, UPDATE, its HNSW index entries, commit) runs in a second thread while
+    page N+1 is encoded, so the database work mostly hides behind the model. Vectors encoded for page N
+    are passed to page N+1's lookup, since they may not be committed yet.
+    """
+    model = get_embedder(settings).model_name
+    after: Any = 0
+    fresh: dict[str, np.ndarray] = {}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-writer") as writer:
+        writing: Future[None] | None = None
+        while True:
+            with engine.connect() as conn:
+                rows = read_page(conn, settings, target, after, reembed, namespace)
+                if not rows:
+                    break
+                texts = [embedding_text(target.table, row) for row in rows]
+                vectors, new = vectors_for(conn, settings, texts, known=fresh)
+            if writing is not None:
+                writing.result()  # one write in flight at most; its error stops the stage here
+            writing = writer.submit(_in_transaction, engine, write_page, target, model, rows, vectors, new)
+            fresh, after = new, rows[-1][target.cursor]
+            setattr(result, target.table, getattr(result, target.table) + len(rows))
+            result.encoded += len(new)
+            result.cache_hits += len(rows) - len(new)
+            advance(len(rows))
+        if writing is not None:
+            writing.result()
+
+
+def _in_transaction(engine: Engine, work: Callable[..., None], *args: Any) -> None:
+    with engine.begin() as conn:
+        work(conn, *args)
+
+
+def embed_pending(
+    settings: Settings, reembed: bool = False, progress: bool = True, namespace: str | None = None
+) -> EmbedResult:
+    """Embed every pending row of the five tables (optionally one namespace), one transaction per page."""
+    engine = engine_for(settings)
+    result = EmbedResult(model=get_embedder(settings).model_name)
+    with engine.connect() as conn:
+        pending = count_pending(conn, result.model, reembed, namespace)
+    with _progress_bar(progress, sum(pending.values())) as advance:
+        for target in TARGETS:
+            if pending[target.table]:
+                embed_table(engine, settings, target, reembed, namespace, result, advance)
+    return result
+
+
+@contextmanager
+def _progress_bar(enabled: bool, total: int) -> Iterator[Any]:
+    """A rich progress bar on stderr (a no-op when disabled or there is nothing to do)."""
+    if not enabled or total == 0:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
+        job = bar.add_task("embed", total=total)
+        yield lambda n: bar.advance(job, n)

@@ -1,0 +1,110 @@
+"""Seed 000 save_info: the extraction stage run on one exchange, now.
+
+The same prompt (build_extract_messages, PROMPT_VERSION), output schema (ExtractionOutput), gateway, ledger
+and cache as strataflow/pipeline/extract.py. The assistant's turn goes along as context (marked as such in
+the prompt); only items stated in the user's turn are kept. The exchange is not written to L1: its messages
+get the ids 1 (user) and 2 (assistant) inside the prompt only, and the saved items carry metadata
+{"via": "save_info"} instead of L1 lineage. Seed 000's rules then apply: a field of existing_info with the
+same value is skipped; every other item is upserted as an extracted item (strataflow.memory.store: an
+unchanged value is skipped, a newer one wins, a manual one is never overwritten). The same exchange twice is
+answered by the LLM cache and saves nothing the second time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from models.common import DEFAULT_IMPORTANCE
+from models.llm import ExtractedItem, ExtractionOutput
+from models.user_memory import SavedMemory, SaveInfoResult
+from models.vocabulary import normalize_key
+from strataflow.config import Settings
+from strataflow.db.engine import engine_for
+from strataflow.llm.gateway import LLMGateway
+from strataflow.memory import store
+from strataflow.memory.profiles import refresh_documents
+from strataflow.memory.user_memory import SEED_TYPES, memory_content, seed_category
+from strataflow.pipeline import extract
+from strataflow.pipeline.scopes import ScopeMessage
+from strataflow.textsearch import detect_lang
+
+
+def save_exchange(
+    conn: Connection,
+    settings: Settings,
+    namespace: str,
+    subject_id: str,
+    user_message: str,
+    assistant_message: str | None = None,
+    existing_info: dict[str, Any] | None = None,
+) -> SaveInfoResult:
+    """Seed 000 save_info: extract the exchange now (the extraction stage's prompt and gateway), then save."""
+    if not user_message.strip():
+        raise ValueError("save_info: user_message is empty")
+    now = datetime.now(UTC)
+    batch = _exchange(user_message, assistant_message, now)  # the assistant's turn rides along as context
+    scope = {"namespace": namespace, "subject_id": subject_id}
+    existing_keys = [row[0] for row in conn.execute(extract.SELECT_EXISTING_KEYS, scope)]
+    gateway = LLMGateway(settings, engine_for(settings), None)
+    output = gateway.complete(
+        extract.STAGE,
+        extract.PROMPT_VERSION,
+        extract.build_extract_messages(batch, existing_keys),
+        ExtractionOutput,
+        namespace=namespace,
+        subject_id=subject_id,
+        cache_key=extract.batch_cache_key(batch),
+    )
+    known = {normalize_key(k): v for k, v in (existing_info or {}).items()}
+    ids = {m.message_id for m in batch if m.role in extract.EXTRACT_ROLES}  # facts: the user's turn only
+    lang = detect_lang(user_message)
+    result = SaveInfoResult(extracted_info={}, saved_count=0, llm_calls=gateway.requests_sent)
+    for item in output.items:
+        if item.kind.value == "hot_summary" or not ids & set(item.source_message_ids):
+            continue
+        if item.key in known and _same(known[item.key], item.value):
+            result.skipped_fields.append(item.key)
+            result.actions[item.key] = "in_existing_info"
+            continue
+        result.extracted_info.setdefault(item.key, item.value)
+        action = store.upsert_item(
+            conn, namespace=namespace, subject_id=subject_id, kind=item.kind.value, key=item.key,
+            value=item.value, statement=item.statement, category=item.category, importance=item.importance,
+            confidence=item.confidence, source="extracted", event_at=now,
+            prompt_version=extract.PROMPT_VERSION, model=gateway.model_for(extract.STAGE),
+            metadata={"via": "save_info", **({"approximate": True} if item.approximate else {})},
+        )  # fmt: skip
+        result.actions[item.key] = action
+        if action in store.CHANGED_ACTIONS:
+            result.saved_memories.append(_saved(item, lang))
+        else:
+            result.skipped_fields.append(item.key)
+    result.saved_count = len(result.saved_memories)
+    refresh_documents(conn, namespace, subject_id)
+    return result
+
+
+def _exchange(user_message: str, assistant_message: str | None, now: datetime) -> list[ScopeMessage]:
+    turns = [("user", user_message)] + ([("assistant", assistant_message)] if assistant_message else [])
+    return [
+        ScopeMessage(index, role, body, hashlib.sha256(body.encode()).hexdigest(), now, 0)
+        for index, (role, body) in enumerate(turns, start=1)
+    ]
+
+
+def _saved(item: ExtractedItem, lang: str) -> SavedMemory:
+    return SavedMemory(
+        memoryType=SEED_TYPES.get(item.kind.value, item.kind.value.upper()),
+        content=memory_content(item.key, item.value, item.statement, lang, item.approximate),
+        field=item.key,
+        category=seed_category(item.value),
+        importance=item.importance if item.importance is not None else DEFAULT_IMPORTANCE.get(item.kind, 50),
+    )
+
+
+def _same(known: Any, value: Any) -> bool:
+    return known == value or str(known).strip() == str(value).strip()
