@@ -161,7 +161,7 @@ def run_per_message(settings: Settings, engine: Engine, namespace: str) -> tuple
 def per_message_calls(
     settings: Settings, engine: Engine, namespace: str, run_id: uuid.UUID, cited: set[int]
 ) -> dict[str, int]:
-    gateway = LLMGateway(settings, engine, run_id)
+    gateway = LLMGateway(settings, run_id)
     memories: dict[str, dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
     with engine.connect() as conn:
         messages = [

@@ -25,6 +25,10 @@ class LLMStageResult(BaseModel):
         default_factory=list, description="one line per failed unit: '<namespace>/sha256:<hash>: <error>'"
     )
     budget_stopped: bool = Field(False, description="the run's LLM budget ran out; the next run resumes")
+    llm_calls: int = Field(0, description="requests sent (ledger rows written by this stage)")
+    cache_hits: int = Field(0, description="answers served from the LLM cache (nothing sent)")
+    tokens: int = Field(0, description="prompt + completion tokens of the requests sent")
+    cost_usd: float = Field(0.0, description="cost of the requests sent, where the model has a known price")
 
     def units_attempted(self) -> int:
         """Units that needed the model (a subclass says which of its counts those are)."""
@@ -48,10 +52,6 @@ class ExtractResult(LLMStageResult):
         0, description="recomputing: skipped, the configured model and prompt version produced their window"
     )
     messages: int = 0
-    llm_calls: int = Field(0, description="requests sent (ledger rows written by this run)")
-    cache_hits: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
     items_new: int = 0
     items_changed: int = 0
     items_unchanged: int = 0
@@ -78,9 +78,6 @@ class HotMemoryResult(LLMStageResult):
     )
     summaries_written: int = 0
     items_written: int = Field(0, description="typed items (status, decision, preference) new or changed")
-    llm_calls: int = 0
-    cache_hits: int = 0
-    tokens: int = 0
 
     def units_attempted(self) -> int:
         return self.scopes

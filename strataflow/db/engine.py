@@ -57,10 +57,24 @@ def engine_for(settings: Settings) -> Engine:
     return _ENGINES[key]
 
 
-_ENGINES: dict[tuple[str, str], Engine] = {}
+def ledger_engine_for(settings: Settings) -> Engine:
+    """The process-wide engine of the LLM gateway's bookkeeping (the llm_calls ledger and llm_cache): its own
+    small pool, separate from engine_for's. A request or a stage holds a connection of engine_for's pool while
+    it calls the model; the gateway's reads and writes around the call take a connection of this pool for a
+    few milliseconds and wait for nothing else, so concurrent callers can never deadlock on one pool (four
+    concurrent save_info calls used to exhaust pool_size + max_overflow and wait 30 s). A ledger row commits
+    on its own, so it survives the caller's rollback."""
+    url = sqlalchemy_url(libpq_url(settings))
+    key = (url, settings.timezone, "ledger")
+    if key not in _ENGINES:
+        _ENGINES[key] = _create_engine(url, settings.timezone, pool_size=1, max_overflow=2)
+    return _ENGINES[key]
 
 
-def _create_engine(url: str, timezone: str) -> Engine:
+_ENGINES: dict[tuple[str, ...], Engine] = {}
+
+
+def _create_engine(url: str, timezone: str, pool_size: int = 2, max_overflow: int = 2) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -70,7 +84,7 @@ def _create_engine(url: str, timezone: str) -> Engine:
             f"DATABASE_URL must point at PostgreSQL (postgresql://user:pass@host/db), not {parsed.drivername}"
         )
     # A small pool: the embedded server allows 100 connections and many processes share it.
-    engine = create_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True)
+    engine = create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):

@@ -4,10 +4,11 @@ Every request goes through `LLMGateway.complete`: the stage's model from setting
 (the offline provider for `offline/...` models), structured output parsed into a pydantic schema of
 models/llm.py with exactly one repair call on a schema or JSON error, retries with exponential backoff on
 429, 5xx and timeouts (litellm's and the OpenAI SDK's own retries are off), a per-process concurrency limit,
-one `llm_calls` row per request sent (committed on its own connection, so it survives the caller's
-rollback), a result cache (`llm_cache`, keyed by stage, prompt version, model and input hash) and a per-run
-budget checked BEFORE each request. A cache hit or a budget refusal sends nothing and writes no row.
-The ledger rows, the cache and the run's spend are read and written in strataflow.llm.ledger.
+one `llm_calls` row per request sent (committed on a connection of the gateway's own small pool, so it
+survives the caller's rollback and never waits for the caller's pool), a result cache (`llm_cache`, keyed by
+stage, prompt version, model and input hash) and a per-run budget checked BEFORE each request. A cache hit or
+a budget refusal sends nothing and writes no row. The ledger rows, the cache and the run's spend are read and
+written in strataflow.llm.ledger.
 
 API keys come only from the environment (litellm reads them); error texts are scrubbed before they are stored.
 """
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Engine
 
 from strataflow.config import Settings
+from strataflow.db.engine import ledger_engine_for
 from strataflow.llm import lazy
 from strataflow.llm.ledger import LLMCall, cached_answer, input_hash, record_call, run_spend, store_answer
 
@@ -122,11 +123,9 @@ def parse_output(content: str, schema: type[T]) -> T:
 class LLMGateway:
     """Structured LLM calls with ledger, cache, retries, repair, concurrency limit and a per-run budget."""
 
-    def __init__(
-        self, settings: Settings, engine: Engine, run_id: uuid.UUID | None, backoff_s: float = 1.0
-    ) -> None:
+    def __init__(self, settings: Settings, run_id: uuid.UUID | None, backoff_s: float = 1.0) -> None:
         self.settings = settings
-        self.engine = engine
+        self.engine = ledger_engine_for(settings)  # its own small pool: see ledger_engine_for
         self.run_id = run_id
         self.backoff_s = backoff_s
         self.tokens_used = 0

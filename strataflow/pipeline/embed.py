@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +32,7 @@ from models.results import EmbedResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
+from strataflow.pipeline.progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -210,23 +210,8 @@ def embed_pending(
     result = EmbedResult(model=get_embedder(settings).model_name)
     with engine.connect() as conn:
         pending = count_pending(conn, result.model, reembed, namespace)
-    with _progress_bar(progress, sum(pending.values())) as advance:
+    with progress_bar("embedding", sum(pending.values()), progress) as advance:
         for target in TARGETS:
             if pending[target.table]:
                 embed_table(engine, settings, target, reembed, namespace, result, advance)
     return result
-
-
-@contextmanager
-def _progress_bar(enabled: bool, total: int) -> Iterator[Any]:
-    """A rich progress bar on stderr (a no-op when disabled or there is nothing to do)."""
-    if not enabled or total == 0:
-        yield lambda n: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-        job = bar.add_task("embed", total=total)
-        yield lambda n: bar.advance(job, n)

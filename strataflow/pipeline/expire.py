@@ -30,7 +30,7 @@ from sqlalchemy import Connection, text
 from models.lifecycle import ExpireResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
-from strataflow.pipeline.rollup import WEEK_HASH_SQL
+from strataflow.pipeline.scopes import WEEK_HASH_SQL
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,10 @@ build_extract_messages), its output schema in models/llm.py (ExtractionOutput) a
 strataflow/memory/store.py. Per scope: the user messages past the scope's 'extract' watermark, each with the
 assistant turn just before it as context (marked in the prompt, cut to CONTEXT_CHARS, never a source of
 items), chunked to settings.extract_batch_tokens, each chunk sent with the compact list of the subject's
-existing keys; items are applied with the newest event time of their source messages and the watermark
-advances in the same transaction. A budget stop ends the stage cleanly; the next run resumes from the
-watermark. The LLM cache key of a chunk is its message ids and content hashes (the work's identity).
+existing keys; the answer's items are applied by strataflow/pipeline/apply.py (the newest event time of
+their source messages) and the watermark advances in the same transaction. A budget stop ends the stage
+cleanly; the next run resumes from the watermark. The LLM cache key of a chunk is its message ids and content
+hashes (the work's identity).
 
 Recomputing (models/params.py Recompute: a backfill with reprocess, or `strataflow extract --reprocess`):
 the scope's messages in the event-time window, batched the same way, whatever the watermark (which it
@@ -18,10 +19,11 @@ new version (the old one stays in history with its model and run); an unchanged 
 model and run (strataflow/memory/confirmations.py); manual items are never overwritten. Force re-asks the
 model for every batch of the window (fresh answers, no cache).
 
-Failures (the policy of models/results.py): a scope whose model call fails is counted and named by hash in
-the result's errors, its watermark stays, and the next scope goes on; the task raises when every scope
-failed. No database transaction is open during a model call (the scope's advisory lock is a session lock).
-Retries live in the gateway only (STRATAFLOW_LLM_MAX_RETRIES); the task does not retry.
+Failures follow the one stage loop (strataflow/pipeline/stage_loop.py): a scope whose model call fails is
+counted and named by hash in the result's errors, its watermark stays, and the next scope goes on; the task
+raises when every scope failed. No database transaction is open during a model call (the scope's advisory
+lock is a session lock). Retries live in the gateway only (STRATAFLOW_LLM_MAX_RETRIES); the task does not
+retry.
 
 Seed 001 hot memory (refresh_hot_memory) is in strataflow/pipeline/hot_memory.py.
 """
@@ -35,15 +37,15 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from models.common import MemoryKind
-from models.llm import ExtractedItem, ExtractionOutput
+from models.llm import ExtractionOutput
 from models.params import EVERY_SCOPE, Recompute, Shard
 from models.results import ExtractResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
-from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
+from strataflow.llm.gateway import LLMGateway
 from strataflow.memory import store
-from strataflow.memory.confirmations import confirm_item
+from strataflow.memory.profiles import refresh_documents
+from strataflow.pipeline.apply import Applied, Lineage, apply_extracted
 from strataflow.pipeline.extract_prompt import (
     EXTRACT_ROLES,
     EXTRACT_SYSTEM,
@@ -53,7 +55,7 @@ from strataflow.pipeline.extract_prompt import (
     build_extract_messages,
     chunk_messages,
 )
-from strataflow.pipeline.runs import scope_ref, stage_logger
+from strataflow.pipeline.progress import progress_bar
 from strataflow.pipeline.scopes import (
     EARLIEST,
     Scope,
@@ -63,8 +65,9 @@ from strataflow.pipeline.scopes import (
     scope_messages,
     stage_scopes,
 )
+from strataflow.pipeline.stage_loop import run_units, scope_name, stage_gateway
 
-__all__ = ["EXTRACT_ROLES", "EXTRACT_SYSTEM", "PROMPT_VERSION", "ExtractResult", "extract_new"]
+__all__ = ["EXTRACT_ROLES", "EXTRACT_SYSTEM", "PROMPT_VERSION", "STAGE", "ExtractResult", "extract_new"]
 
 # Items the extraction stage wrote from a message of a recompute window (typed items of hot memory have their
 # own prompt version and are not counted), and how many of them another model or prompt version produced (and
@@ -98,6 +101,16 @@ class ScopeWork:
     messages: list[ScopeMessage]
     batches: list[list[ScopeMessage]]
     current: bool = False
+
+
+def scope_params(scope: Scope) -> dict[str, str]:
+    return {"namespace": scope.namespace, "subject_id": scope.subject_id}
+
+
+def existing_keys(conn: Connection, namespace: str, subject_id: str) -> list[str]:
+    """The subject's current kind:key pairs, which the prompt lists so the model reuses them."""
+    params = {"namespace": namespace, "subject_id": subject_id}
+    return [row[0] for row in conn.execute(SELECT_EXISTING_KEYS, params)]
 
 
 def scope_work(
@@ -141,41 +154,26 @@ def extract_new(
     if reprocess_since is not None and recompute is None:
         recompute = Recompute(since=reprocess_since)
     engine = engine_for(settings)
-    gateway = LLMGateway(settings, engine, run_id)
+    gateway = stage_gateway(settings, run_id)
     result = ExtractResult()
-    log = stage_logger(__name__)
     with engine.connect() as conn:
         scopes = scopes_to_extract(conn, namespace, shard, recompute)
-    bar = _progress(len(scopes), progress)
-    try:
-        for scope in scopes:
+    with progress_bar(STAGE, len(scopes), progress) as advance:
+
+        def work(scope: Scope) -> None:
             try:
                 _extract_scope(engine, gateway, scope, recompute, result)
-            except BudgetExhausted as exc:
-                log.warning("%s", exc)
-                result.budget_stopped = True
-                break
-            except LLMError as exc:
-                unit = scope_ref(scope.namespace, scope.subject_id)
-                result.add_failure(unit, exc)
-                log.error("extraction of %s failed: %s", unit, exc)
             finally:
-                if bar is not None:
-                    bar.update(bar.task_ids[0], advance=1)
-    finally:
-        if bar is not None:
-            bar.stop()
-    result.llm_calls, result.cache_hits = gateway.requests_sent, gateway.cache_hits
-    result.tokens, result.cost_usd = gateway.tokens_used, round(gateway.cost_usd, 6)
-    return result
+                advance(1)
+
+        return run_units(STAGE, gateway, scopes, work, result, scope_name)
 
 
 def _extract_scope(
     engine: Engine, gateway: LLMGateway, scope: Scope, recompute: Recompute | None, result: ExtractResult
 ) -> None:
-    from strataflow.memory.profiles import refresh_documents
-
     model = gateway.model_for(STAGE)
+    lineage = Lineage(gateway.run_id, PROMPT_VERSION, model)
     with engine.connect() as conn, scope_lock(conn, STAGE, scope) as acquired:
         if not acquired:
             result.scopes_locked += 1
@@ -187,7 +185,7 @@ def _extract_scope(
             return
         result.scopes += 1
         for index, batch in enumerate(work.batches):
-            existing = [row[0] for row in conn.execute(SELECT_EXISTING_KEYS, scope_params(scope))]
+            existing = existing_keys(conn, scope.namespace, scope.subject_id)
             conn.commit()
             output = gateway.complete(
                 STAGE,
@@ -201,12 +199,18 @@ def _extract_scope(
             )
             last = index == len(work.batches) - 1
             position = max(m.ingest_seq for m in (work.messages if last else batch))
+            cites = {
+                m.message_id: m.event_at for m in batch if m.role in EXTRACT_ROLES
+            }  # the subject's turns
             with conn.begin():
-                _apply_items(conn, gateway, scope, batch, output.items, result)
+                applied = apply_extracted(
+                    conn, scope.namespace, scope.subject_id, output.items, cites, lineage
+                )
+                count_applied(applied, scope, result)
                 refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:
                     advance_watermark(conn, STAGE, scope, position, gateway.run_id)
-            result.messages += sum(m.role in EXTRACT_ROLES for m in batch)
+            result.messages += len(cites)
         if not work.batches and work.messages and recompute is None:
             with conn.begin():
                 refresh_documents(conn, scope.namespace, scope.subject_id)
@@ -214,86 +218,21 @@ def _extract_scope(
                 advance_watermark(conn, STAGE, scope, position, gateway.run_id)
 
 
-def _apply_items(
-    conn: Connection,
-    gateway: LLMGateway,
-    scope: Scope,
-    batch: list[ScopeMessage],
-    items: list[ExtractedItem],
-    result: ExtractResult,
-) -> bool:
-    """Upsert the batch's items (sources: the subject's own turns only); True when any item changed. An
-    unchanged extracted item records the confirming model and run."""
-    by_id = {m.message_id: m for m in batch if m.role in EXTRACT_ROLES}
-    model = gateway.model_for(STAGE)
-    changed = False
-    for item in items:
-        sources = [i for i in item.source_message_ids if i in by_id]
-        if not sources or item.kind is MemoryKind.hot_summary:
-            result.items_dropped += 1
-            continue
-        identity = {"namespace": scope.namespace, "subject_id": scope.subject_id}
-        identity |= {"kind": item.kind.value, "key": item.key}
-        action = store.upsert_item(
-            conn,
-            namespace=scope.namespace,
-            subject_id=scope.subject_id,
-            kind=item.kind.value,
-            key=item.key,
-            value=item.value,
-            statement=item.statement,
-            category=item.category,
-            importance=item.importance,
-            confidence=item.confidence,
-            source="extracted",
-            event_at=max(by_id[i].event_at for i in sources),
-            source_message_ids=sources,
-            run_id=gateway.run_id,
-            prompt_version=PROMPT_VERSION,
-            model=model,
-            metadata={"approximate": True} if item.approximate else None,
-        )
-        if action == store.UNCHANGED and confirm_item(
-            conn, **identity, model=model, prompt_version=PROMPT_VERSION, run_id=gateway.run_id
-        ):
-            result.items_confirmed += 1
-        changed |= _count(action, item, scope, result)
-    return changed
-
-
-def _count(action: str, item: ExtractedItem, scope: Scope, result: ExtractResult) -> bool:
-    if action == store.NEW:
-        result.items_new += 1
-    elif action in store.CHANGED_ACTIONS:
-        result.items_changed += 1
-    elif action == store.KEPT_OLDER:
-        result.items_kept_older += 1
-    elif action == store.MANUAL_PROTECTED:
-        result.manual_conflicts.append(
-            {
-                "namespace": scope.namespace,
-                "subject_id": scope.subject_id,
-                "kind": item.kind.value,
-                "key": item.key,
-                "extracted_value": item.value,
-            }
-        )
-    else:
-        result.items_unchanged += 1
-    return action in store.CHANGED_ACTIONS
-
-
-def scope_params(scope: Scope) -> dict[str, str]:
-    return {"namespace": scope.namespace, "subject_id": scope.subject_id}
-
-
-def _progress(total: int, enabled: bool) -> Any:
-    if not enabled or total == 0:
-        return None
-    from rich.console import Console
-    from rich.progress import Progress
-
-    bar = Progress(console=Console(stderr=True), transient=True)
-    bar.add_task("extract", total=total)
-    bar.start()
-    return bar
+def count_applied(applied: Applied, scope: Scope, result: ExtractResult) -> None:
+    """Add what one answer did to the stage's counts (a manual item kept out is listed, never recorded)."""
+    result.items_dropped += applied.dropped
+    for entry in applied.items:
+        result.items_confirmed += entry.confirmed
+        if entry.action == store.NEW:
+            result.items_new += 1
+        elif entry.changed:
+            result.items_changed += 1
+        elif entry.action == store.KEPT_OLDER:
+            result.items_kept_older += 1
+        elif entry.action == store.MANUAL_PROTECTED:
+            conflict: dict[str, Any] = {**scope_params(scope), "kind": entry.item.kind.value}
+            result.manual_conflicts.append(
+                {**conflict, "key": entry.item.key, "extracted_value": entry.item.value}
+            )
+        else:
+            result.items_unchanged += 1

@@ -13,7 +13,6 @@ import logging
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from strataflow.ingest.readers import (
     read_chunks,
     read_sql_chunks,
 )
+from strataflow.pipeline.progress import progress_bar
 from strataflow.pipeline.runs import record_run
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def ingest_logs(
             ),
         )
     result = IngestResult(run_id=run_id)
-    with _progress(progress) as bar, engine.connect() as conn:
+    with progress_bar("ingest", None, progress) as bar, engine.connect() as conn:
         if fmt == "sql":
             _ingest_sql(conn, settings, namespace, source, mapping, sql_url, sql_query, result, bar)
         else:
@@ -196,29 +196,3 @@ def _ingest_sql(
                 "run_id": result.run_id,
             },
         )
-
-
-def _progress(enabled: bool) -> Any:
-    """A context giving a callable that advances a rows counter on stderr (rich), or a no-op."""
-    if not enabled:
-        return nullcontext(None)
-    from contextlib import contextmanager
-
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    @contextmanager
-    def bar() -> Iterator[Any]:
-        columns = (
-            SpinnerColumn(),
-            TextColumn("ingest"),
-            BarColumn(),
-            TextColumn("{task.completed:,} records"),
-        )
-        with Progress(
-            *columns, TimeElapsedColumn(), console=Console(stderr=True), transient=True
-        ) as progress:
-            task = progress.add_task("ingest", total=None)
-            yield lambda n: progress.advance(task, n)
-
-    return bar()

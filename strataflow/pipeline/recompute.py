@@ -38,7 +38,7 @@ from strataflow.db.engine import engine_for
 from strataflow.llm import lazy
 from strataflow.llm.gateway import STAGE_MODEL_FIELD
 from strataflow.llm.ledger import input_hash
-from strataflow.pipeline import extract, hot_memory, reflect, rollup
+from strataflow.pipeline import extract, hot_memory, reflect, reflect_prompt, rollup, rollup_prompt, scopes
 from strataflow.timeutil import week_bounds
 
 COMPLETION_SHARE = 0.15  # completion tokens per prompt token when a stage has no past calls to learn from
@@ -115,8 +115,7 @@ def plan_extract(
             if not work.batches:
                 continue
             units += 1
-            params = extract.scope_params(scope)
-            keys = [row[0] for row in conn.execute(extract.SELECT_EXISTING_KEYS, params)]
+            keys = extract.existing_keys(conn, scope.namespace, scope.subject_id)
             cached = set() if recompute is None or recompute.force else cached_batches(conn, counter, work)
             for batch in work.batches:
                 current = work.current or extract.batch_cache_key(batch) in cached
@@ -163,16 +162,16 @@ def plan_rollup(
     counter = Counter(settings, "rollup", rollup.PROMPT_VERSION)
     for monday in weeks:
         since, until = week_bounds(monday, settings.tz)
-        for row in rollup.week_inputs(conn, settings.timezone, namespace, since, until, all_scopes=True):
+        for row in scopes.week_inputs(conn, settings.timezone, namespace, since, until, all_scopes=True):
             bounds = {"namespace": row.namespace, "subject_id": row.subject_id, "start": since, "end": until}
             existing = conn.execute(rollup.SELECT_REPORT, {**bounds, "week_start": row.week_start}).first()
             current = rollup.is_current(existing, row, counter.model, window)
             if row.live_count == 0 or (current and window is None):
                 continue
-            records = rollup.sample_for_prompt(
-                rollup.week_records(conn, bounds, settings.tz), rollup.PROMPT_BUDGET_CHARS
+            records = rollup_prompt.sample_for_prompt(
+                rollup.week_records(conn, bounds, settings.tz), rollup_prompt.PROMPT_BUDGET_CHARS
             )
-            prompt = rollup.build_prompt(row.namespace, row.subject_id, row.week_start, records)
+            prompt = rollup_prompt.build_prompt(row.namespace, row.subject_id, row.week_start, records)
             counter.add(row.namespace, row.subject_id, prompt, current)
     return counter.finish(conn, "rollup", counter.plan.llm_calls)
 
@@ -180,7 +179,7 @@ def plan_rollup(
 def plan_reflect(conn: Connection, settings: Settings, namespace: str | None) -> StagePlan:
     """Reflection: one request per BATCH_ITEMS pending items of each scope (as reflect_scope sends them)."""
     counter = Counter(settings, "reflect", reflect.PROMPT_VERSION)
-    for scope in conn.execute(reflect.SELECT_PENDING_SCOPES, {"namespace": namespace}).all():
+    for scope in scopes.unreflected_scopes(conn, namespace, EVERY_SCOPE):
         params = {"namespace": scope.namespace, "subject_id": scope.subject_id}
         items = [
             item
@@ -188,7 +187,7 @@ def plan_reflect(conn: Connection, settings: Settings, namespace: str | None) ->
             if item.status == "active" and item.kind in reflect.REFLECTED_KINDS
         ]
         for offset in range(0, len(items), reflect.BATCH_ITEMS):
-            prompt = reflect.build_prompt(items[offset : offset + reflect.BATCH_ITEMS])
+            prompt = reflect_prompt.build_prompt(items[offset : offset + reflect.BATCH_ITEMS])
             counter.add(scope.namespace, scope.subject_id, prompt, False)
     return counter.finish(conn, "reflect", len(counter.scopes))
 

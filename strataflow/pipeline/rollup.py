@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
+from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -44,7 +45,7 @@ from models.llm import RollupOutput
 from models.params import EVERY_SCOPE, Recompute, Shard
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
-from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
+from strataflow.llm.gateway import LLMGateway
 from strataflow.memory.reports import write_reports
 from strataflow.pipeline.rollup_prompt import (
     MESSAGE_CHARS,
@@ -54,37 +55,12 @@ from strataflow.pipeline.rollup_prompt import (
     sample_for_prompt,
 )
 from strataflow.pipeline.runs import scope_ref, stage_logger
-from strataflow.pipeline.scopes import Scope, scope_lock
+from strataflow.pipeline.scopes import Scope, scope_lock, scope_weeks
+from strataflow.pipeline.stage_loop import run_units, stage_gateway
 from strataflow.textsearch import fts_parts
 from strataflow.timeutil import week_bounds
-from strataflow.timeutil import week_start as week_start_of
 
 STAGE = "rollup"
-# The input hash of a scope-week, over message_keys rows `k` (they outlive L1): ids and content hashes.
-WEEK_HASH_SQL = "md5(string_agg(k.message_id::text || ':' || k.content_hash, ',' order by k.message_id))"
-# Per (namespace, subject, week in :tz): how many messages (all, still live) and the hash of their identities.
-SELECT_WEEK_INPUTS = text(
-    f"""
-    with week_inputs as (
-        select k.namespace, k.subject_id,
-               date_trunc('week', k.event_at at time zone :tz)::date as week_start,
-               count(*) as message_count,
-               count(*) filter (where k.expired_at is null) as live_count,
-               {WEEK_HASH_SQL} as input_hash
-        from message_keys as k
-        where (cast(:namespace as text) is null or k.namespace = cast(:namespace as text))
-          and k.event_at >= :since and k.event_at < :until
-        group by 1, 2, 3
-    )
-    select w.namespace, w.subject_id, w.week_start, w.message_count, w.live_count, w.input_hash,
-           r.input_hash as stored_hash
-    from week_inputs as w
-    left join weekly_reports as r
-      on r.namespace = w.namespace and r.subject_id = w.subject_id and r.week_start = w.week_start
-    where cast(:all_scopes as boolean) or r.input_hash is distinct from w.input_hash
-    order by w.week_start, w.namespace, w.subject_id
-    """
-)
 SELECT_WEEK_MESSAGES = text(
     """
     select message_id, role, content, intent, event_at
@@ -152,23 +128,6 @@ UPDATE_METRICS = text(
     where report_id = :report_id
     """
 )
-EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
-
-
-def week_inputs(
-    conn: Connection,
-    tz_name: str,
-    namespace: str | None,
-    since: datetime,
-    until: datetime,
-    all_scopes: bool = False,
-) -> list[Any]:
-    """Scope-weeks with messages in [since, until): their input hash and the stored report's hash.
-
-    Only weeks whose report is missing or stale, unless all_scopes. Shared with the expiry guard.
-    """
-    params = {"tz": tz_name, "namespace": namespace, "since": since, "until": until, "all_scopes": all_scopes}
-    return list(conn.execute(SELECT_WEEK_INPUTS, params))
 
 
 @dataclass
@@ -323,26 +282,6 @@ def _key_events(
     return events
 
 
-def weeks_to_roll(
-    conn: Connection,
-    settings: Settings,
-    week_start: date | None,
-    namespace: str | None,
-    shard: Shard,
-    now: datetime | None = None,
-) -> list[Any]:
-    """The scope-weeks of this shard to look at: every scope of one week (week_start: any day of it), or
-    every complete week with no current report (catch-up)."""
-    tz = settings.tz
-    if week_start is not None:
-        since, until = week_bounds(week_start_of(week_start, tz), tz)
-    else:
-        since = EARLIEST
-        until = week_bounds(week_start_of(now or datetime.now(UTC), tz), tz)[0]
-    rows = week_inputs(conn, settings.timezone, namespace, since, until, all_scopes=week_start is not None)
-    return [row for row in rows if shard.owns(row.namespace, row.subject_id)]
-
-
 def rollup_weeks(
     settings: Settings,
     week_start: date | None = None,
@@ -361,20 +300,15 @@ def rollup_weeks(
     """
     engine: Engine = engine_for(settings)
     with engine.connect() as conn:
-        rows = weeks_to_roll(conn, settings, week_start, namespace, shard, now)
+        rows = scope_weeks(conn, settings, week_start, namespace, shard, now)
     result = RollupResult(weeks_considered=len(rows))
-    gateway = LLMGateway(settings, engine, run_id or uuid.uuid4())
-    log = stage_logger(__name__)
-    for row in rows:
-        try:
-            rollup_week(engine, gateway, settings, row, result, recompute)
-        except BudgetExhausted as exc:
-            log.warning("rollup stopped by the LLM budget (%s); the next run resumes", exc)
-            result.budget_stopped = True
-            break
-        except LLMError as exc:  # one week's bad answers do not block the other weeks; the run reports it
-            unit = f"{scope_ref(row.namespace, row.subject_id)} week {row.week_start}"
-            result.add_failure(unit, exc)
-            log.error("rollup of %s failed: %s", unit, exc)
+    gateway = stage_gateway(settings, run_id)
+    work = partial(rollup_week, engine, gateway, settings, result=result, recompute=recompute)
+    run_units(STAGE, gateway, rows, work, result, week_name)
     result.weeks.sort()
     return result
+
+
+def week_name(row: Any) -> str:
+    """How a failed scope-week is named: its scope by hash and its week."""
+    return f"{scope_ref(row.namespace, row.subject_id)} week {row.week_start}"

@@ -5,8 +5,9 @@ and cache as strataflow/pipeline/extract.py. The assistant's turn goes along as 
 the prompt); only items stated in the user's turn are kept. The exchange is not written to L1: its messages
 get the ids 1 (user) and 2 (assistant) inside the prompt only, and the saved items carry metadata
 {"via": "save_info"} instead of L1 lineage. Seed 000's rules then apply: a field of existing_info with the
-same value is skipped; every other item is upserted as an extracted item (strataflow.memory.store: an
-unchanged value is skipped, a newer one wins, a manual one is never overwritten). The same exchange twice is
+same value is skipped; every other item is applied as an extracted item (strataflow/pipeline/apply.py, the
+path of extraction and hot memory: an unchanged value is skipped, a newer one wins, a manual one is never
+overwritten). The same exchange twice is
 answered by the LLM cache and saves nothing the second time.
 """
 
@@ -23,13 +24,12 @@ from models.llm import ExtractedItem, ExtractionOutput
 from models.user_memory import SavedMemory, SaveInfoResult
 from models.vocabulary import normalize_key
 from strataflow.config import Settings
-from strataflow.db.engine import engine_for
-from strataflow.llm.gateway import LLMGateway
-from strataflow.memory import store
 from strataflow.memory.profiles import refresh_documents
 from strataflow.memory.user_memory import SEED_TYPES, memory_content, seed_category
 from strataflow.pipeline import extract
+from strataflow.pipeline.apply import Lineage, apply_extracted, usable_sources
 from strataflow.pipeline.scopes import ScopeMessage
+from strataflow.pipeline.stage_loop import stage_gateway
 from strataflow.textsearch import detect_lang
 
 
@@ -47,42 +47,40 @@ def save_exchange(
         raise ValueError("save_info: user_message is empty")
     now = datetime.now(UTC)
     batch = _exchange(user_message, assistant_message, now)  # the assistant's turn rides along as context
-    scope = {"namespace": namespace, "subject_id": subject_id}
-    existing_keys = [row[0] for row in conn.execute(extract.SELECT_EXISTING_KEYS, scope)]
-    gateway = LLMGateway(settings, engine_for(settings), None)
+    gateway = stage_gateway(settings, None)
     output = gateway.complete(
         extract.STAGE,
         extract.PROMPT_VERSION,
-        extract.build_extract_messages(batch, existing_keys),
+        extract.build_extract_messages(batch, extract.existing_keys(conn, namespace, subject_id)),
         ExtractionOutput,
         namespace=namespace,
         subject_id=subject_id,
         cache_key=extract.batch_cache_key(batch),
     )
     known = {normalize_key(k): v for k, v in (existing_info or {}).items()}
-    ids = {m.message_id for m in batch if m.role in extract.EXTRACT_ROLES}  # facts: the user's turn only
-    lang = detect_lang(user_message)
+    cites = {m.message_id: now for m in batch if m.role in extract.EXTRACT_ROLES}  # the user's turn only
     result = SaveInfoResult(extracted_info={}, saved_count=0, llm_calls=gateway.requests_sent)
+    fresh = []
     for item in output.items:
-        if item.kind.value == "hot_summary" or not ids & set(item.source_message_ids):
+        if not usable_sources(item, cites):
             continue
         if item.key in known and _same(known[item.key], item.value):
             result.skipped_fields.append(item.key)
             result.actions[item.key] = "in_existing_info"
-            continue
-        result.extracted_info.setdefault(item.key, item.value)
-        action = store.upsert_item(
-            conn, namespace=namespace, subject_id=subject_id, kind=item.kind.value, key=item.key,
-            value=item.value, statement=item.statement, category=item.category, importance=item.importance,
-            confidence=item.confidence, source="extracted", event_at=now,
-            prompt_version=extract.PROMPT_VERSION, model=gateway.model_for(extract.STAGE),
-            metadata={"via": "save_info", **({"approximate": True} if item.approximate else {})},
-        )  # fmt: skip
-        result.actions[item.key] = action
-        if action in store.CHANGED_ACTIONS:
-            result.saved_memories.append(_saved(item, lang))
         else:
-            result.skipped_fields.append(item.key)
+            fresh.append(item)
+            result.extracted_info.setdefault(item.key, item.value)
+    lineage = Lineage(None, extract.PROMPT_VERSION, gateway.model_for(extract.STAGE))
+    applied = apply_extracted(
+        conn, namespace, subject_id, fresh, cites, lineage, l1_ids=False, metadata={"via": "save_info"}
+    )
+    lang = detect_lang(user_message)
+    for entry in applied.items:
+        result.actions[entry.item.key] = entry.action
+        if entry.changed:
+            result.saved_memories.append(_saved(entry.item, lang))
+        else:
+            result.skipped_fields.append(entry.item.key)
     result.saved_count = len(result.saved_memories)
     refresh_documents(conn, namespace, subject_id)
     return result

@@ -1,5 +1,8 @@
-"""Per-scope progress for the LLM stages: which (namespace, subject) scopes have new L1 rows, their messages,
-an advisory lock so two processes never work on one scope at once, and the watermark that records progress.
+"""Scope discovery and per-scope progress for the LLM stages, in one place: which (namespace, subject) scopes
+have new L1 rows (extract, hot memory) or unreflected L2 items (reflect), which scope-weeks need a report
+(rollup, and the expiry guard's week hashes), their messages, an advisory lock so two processes never work on
+one scope at once, and the watermark that records progress. Every list is cut to a shard (models/params.py
+Shard) the same way.
 
 Progress follows ingest order (conversation_messages.ingest_seq), never event time, so a late backfill of
 old messages is still picked up, and a message whose content changed at re-ingest (new ingest_seq) comes back.
@@ -11,11 +14,15 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import Connection, text
 
 from models.params import Recompute, Shard
+from strataflow.config import Settings
+from strataflow.timeutil import week_bounds
+from strataflow.timeutil import week_start as week_start_of
 
 SELECT_PENDING_SCOPES = text(
     """
@@ -49,6 +56,16 @@ SELECT_SCOPE_MESSAGES = text(
     order by ingest_seq
     """
 )
+SELECT_UNREFLECTED_SCOPES = text(
+    """
+    select namespace, subject_id, count(*) as pending
+    from memory_items
+    where reflected_version is distinct from version
+      and (cast(:namespace as text) is null or namespace = cast(:namespace as text))
+    group by namespace, subject_id
+    order by namespace, subject_id
+    """
+)
 UPSERT_WATERMARK = text(
     """
     insert into watermarks (stage, namespace, scope, position, run_id, updated_at)
@@ -59,6 +76,31 @@ UPSERT_WATERMARK = text(
     """
 )
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)  # a recompute window with no start
+# The input hash of a scope-week, over message_keys rows `k` (they outlive L1): ids and content hashes.
+WEEK_HASH_SQL = "md5(string_agg(k.message_id::text || ':' || k.content_hash, ',' order by k.message_id))"
+# Per (namespace, subject, week in :tz): how many messages (all, still live) and the hash of their identities.
+SELECT_WEEK_INPUTS = text(
+    f"""
+    with week_inputs as (
+        select k.namespace, k.subject_id,
+               date_trunc('week', k.event_at at time zone :tz)::date as week_start,
+               count(*) as message_count,
+               count(*) filter (where k.expired_at is null) as live_count,
+               {WEEK_HASH_SQL} as input_hash
+        from message_keys as k
+        where (cast(:namespace as text) is null or k.namespace = cast(:namespace as text))
+          and k.event_at >= :since and k.event_at < :until
+        group by 1, 2, 3
+    )
+    select w.namespace, w.subject_id, w.week_start, w.message_count, w.live_count, w.input_hash,
+           r.input_hash as stored_hash
+    from week_inputs as w
+    left join weekly_reports as r
+      on r.namespace = w.namespace and r.subject_id = w.subject_id and r.week_start = w.week_start
+    where cast(:all_scopes as boolean) or r.input_hash is distinct from w.input_hash
+    order by w.week_start, w.namespace, w.subject_id
+    """
+)
 TRY_LOCK = text("select pg_try_advisory_lock(hashtextextended(:lock_key, 0))")
 UNLOCK = text("select pg_advisory_unlock(hashtextextended(:lock_key, 0))")
 
@@ -148,3 +190,49 @@ def scope_lock(conn: Connection, stage: str, scope: Scope) -> Iterator[bool]:
         if acquired:
             conn.execute(UNLOCK, {"lock_key": lock_key})
             conn.commit()
+
+
+def week_inputs(
+    conn: Connection,
+    tz_name: str,
+    namespace: str | None,
+    since: datetime,
+    until: datetime,
+    all_scopes: bool = False,
+) -> list[Any]:
+    """Scope-weeks with messages in [since, until): their input hash and the stored report's hash.
+
+    Only weeks whose report is missing or stale, unless all_scopes. Shared with the expiry guard.
+    """
+    params = {"tz": tz_name, "namespace": namespace, "since": since, "until": until, "all_scopes": all_scopes}
+    return list(conn.execute(SELECT_WEEK_INPUTS, params))
+
+
+def scope_weeks(
+    conn: Connection,
+    settings: Settings,
+    week_start: date | None,
+    namespace: str | None,
+    shard: Shard,
+    now: datetime | None = None,
+) -> list[Any]:
+    """The scope-weeks of this shard to look at: every scope of one week (week_start: any day of it), or
+    every complete week with no current report (catch-up)."""
+    tz = settings.tz
+    if week_start is not None:
+        since, until = week_bounds(week_start_of(week_start, tz), tz)
+    else:
+        since = EARLIEST
+        until = week_bounds(week_start_of(now or datetime.now(UTC), tz), tz)[0]
+    rows = week_inputs(conn, settings.timezone, namespace, since, until, all_scopes=week_start is not None)
+    return [row for row in rows if shard.owns(row.namespace, row.subject_id)]
+
+
+def unreflected_scopes(conn: Connection, namespace: str | None, shard: Shard) -> list[Scope]:
+    """This shard's scopes with L2 items whose current version is not reflected yet (reflect's units)."""
+    rows = conn.execute(SELECT_UNREFLECTED_SCOPES, {"namespace": namespace})
+    return [
+        Scope(row.namespace, row.subject_id, 0, 0)
+        for row in rows
+        if shard.owns(row.namespace, row.subject_id)
+    ]

@@ -45,7 +45,7 @@ def test_rate_limit_then_bad_json_then_valid_json_succeeds_with_three_ledger_row
 ):
     llm_server.script = [(429, "slow down"), (200, '{"items": [{"kind": "fact", "key": "age"'), (200, VALID)]
     run_id = uuid.uuid4()
-    gateway = LLMGateway(http_settings(settings, llm_server.url), engine, run_id, backoff_s=0.05)
+    gateway = LLMGateway(http_settings(settings, llm_server.url), run_id, backoff_s=0.05)
     output = gateway.complete(
         "extract", f"v-{run_id}", PROMPT, ExtractionOutput, namespace="n", subject_id="s"
     )
@@ -62,9 +62,9 @@ def test_rate_limit_then_bad_json_then_valid_json_succeeds_with_three_ledger_row
 def test_same_work_is_answered_by_the_cache_without_a_request_or_ledger_row(settings, engine, llm_server):
     llm_server.script = [(200, VALID)]
     run_id = uuid.uuid4()
-    gateway = LLMGateway(http_settings(settings, llm_server.url), engine, run_id)
+    gateway = LLMGateway(http_settings(settings, llm_server.url), run_id)
     first = gateway.complete("extract", f"v-{run_id}", PROMPT, ExtractionOutput)
-    second = LLMGateway(http_settings(settings, llm_server.url), engine, run_id).complete(
+    second = LLMGateway(http_settings(settings, llm_server.url), run_id).complete(
         "extract", f"v-{run_id}", PROMPT, ExtractionOutput
     )
     assert first == second
@@ -73,7 +73,7 @@ def test_same_work_is_answered_by_the_cache_without_a_request_or_ledger_row(sett
 
 def test_spent_budget_raises_before_anything_is_sent(settings, engine, llm_server):
     run_id = uuid.uuid4()
-    gateway = LLMGateway(http_settings(settings, llm_server.url, llm_budget_tokens=100), engine, run_id)
+    gateway = LLMGateway(http_settings(settings, llm_server.url, llm_budget_tokens=100), run_id)
     gateway.complete("extract", "budget", [{"role": "user", "content": f"one {run_id}"}], ExtractionOutput)
     with pytest.raises(BudgetExhausted, match="token budget"):
         gateway.complete(
@@ -85,9 +85,7 @@ def test_spent_budget_raises_before_anything_is_sent(settings, engine, llm_serve
 def test_server_errors_exhaust_retries_with_one_ledger_row_each(settings, engine, llm_server):
     llm_server.script = [(500, "boom")] * 3
     run_id = uuid.uuid4()
-    gateway = LLMGateway(
-        http_settings(settings, llm_server.url, llm_max_retries=2), engine, run_id, backoff_s=0.01
-    )
+    gateway = LLMGateway(http_settings(settings, llm_server.url, llm_max_retries=2), run_id, backoff_s=0.01)
     with pytest.raises(LLMError, match="after 2 retries"):
         gateway.complete("extract", f"v-{run_id}", PROMPT, ExtractionOutput)
     assert [r[1] for r in ledger(engine, run_id)] == ["server_error"] * 3
@@ -96,7 +94,7 @@ def test_server_errors_exhaust_retries_with_one_ledger_row_each(settings, engine
 def test_output_still_invalid_after_the_repair_call_raises(settings, engine, llm_server):
     llm_server.script = [(200, "not json"), (200, '{"summary": ""}')]
     run_id = uuid.uuid4()
-    gateway = LLMGateway(http_settings(settings, llm_server.url), engine, run_id)
+    gateway = LLMGateway(http_settings(settings, llm_server.url), run_id)
     with pytest.raises(LLMError, match="invalid output twice"):
         gateway.complete("hot_summary", f"v-{run_id}", PROMPT, HotSummaryOutput)
     assert [r[1] for r in ledger(engine, run_id)] == ["invalid_output", "invalid_output"]

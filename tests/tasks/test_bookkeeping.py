@@ -11,7 +11,8 @@ from sqlalchemy import Engine, text
 
 from models.params import NightlyParams, WeeklyParams
 from strataflow.config import Settings
-from strataflow.pipeline.run_summary import count_run, date_in_name, merge_results, plan_days, plan_weeks
+from strataflow.pipeline.plans import date_in_name, plan_days, plan_weeks
+from strataflow.pipeline.run_summary import count_run, merge_results
 
 SELECT_RUN = text("select parameters, counts from pipeline_runs where run_id = :run_id")
 SELECT_CONTENTS = text("select content from conversation_messages where namespace = :ns")

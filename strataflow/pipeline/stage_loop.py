@@ -1,0 +1,82 @@
+"""The one loop of the LLM stages (extract, hot memory, rollup, reflect) and its failure policy.
+
+Each stage finds its units (scopes, or scope-weeks for the rollup: strataflow/pipeline/scopes.py) and hands
+them here with the function that does one unit. One policy for all (models/results.py LLMStageResult):
+
+- a unit whose model call fails (LLMError) is counted and named by hash (runs.scope_ref, never the subject
+  id) and the next unit goes on; the task raises only when every attempted unit failed;
+- a budget stop (BudgetExhausted, no request sent) ends the stage cleanly: the units done stay done, the
+  result says budget_stopped and the next run resumes from the watermarks;
+- the requests sent, cache hits, tokens and cost of the stage's gateway are recorded on the result.
+
+A stage's gateway carries the run id it was given (None outside a recorded run), so its ledger rows and the
+lineage of what it writes name the same run.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
+
+from models.results import LLMStageResult
+from strataflow.config import Settings
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
+from strataflow.pipeline.runs import scope_ref, stage_logger
+
+U = TypeVar("U")
+R = TypeVar("R", bound=LLMStageResult)
+
+
+def stage_gateway(settings: Settings, run_id: uuid.UUID | None) -> LLMGateway:
+    """The gateway of one stage run: the configured models, the run's budget and ledger."""
+    return LLMGateway(settings, run_id)
+
+
+def run_units(
+    stage: str,
+    gateway: LLMGateway,
+    units: Iterable[U],
+    work: Callable[[U], None],
+    result: R,
+    unit_name: Callable[[U], str],
+) -> R:
+    """Do work(unit) for each unit under the stage failure policy (module docstring); returns result with
+    the gateway's spend recorded."""
+    log = stage_logger(f"strataflow.pipeline.{stage}")
+    try:
+        for unit in units:
+            try:
+                work(unit)
+            except BudgetExhausted as exc:
+                log.warning("%s stopped by the LLM budget (%s); the next run resumes", stage, exc)
+                result.budget_stopped = True
+                break
+            except LLMError as exc:
+                name = unit_name(unit)
+                result.add_failure(name, exc)
+                log.error("%s of %s failed: %s", stage, name, exc)
+    finally:
+        record_spend(result, gateway)
+    return result
+
+
+def record_spend(result: LLMStageResult, gateway: LLMGateway) -> None:
+    """The requests, cache hits, tokens and cost of the gateway, on the stage's result."""
+    result.llm_calls, result.cache_hits = gateway.requests_sent, gateway.cache_hits
+    result.tokens, result.cost_usd = gateway.tokens_used, round(gateway.cost_usd, 6)
+
+
+class ScopeUnit(Protocol):
+    """A unit that names a scope (a Scope, a scope-week row)."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def subject_id(self) -> str: ...
+
+
+def scope_name(unit: ScopeUnit) -> str:
+    """How a failed scope is named: scope_ref of its namespace and subject (never the subject id)."""
+    return scope_ref(unit.namespace, unit.subject_id)
