@@ -14,6 +14,11 @@ from strataflow.db import embedded
 
 logger = logging.getLogger(__name__)
 
+# Each process's pool (engine_for): small, since the embedded server allows 100 connections and many processes
+# share it.
+POOL_SIZE = 2
+MAX_OVERFLOW = 2
+
 
 class DatabaseError(RuntimeError):
     """The database cannot be used as configured; the message says what to do."""
@@ -74,7 +79,9 @@ def ledger_engine_for(settings: Settings) -> Engine:
 _ENGINES: dict[tuple[str, ...], Engine] = {}
 
 
-def _create_engine(url: str, timezone: str, pool_size: int = 2, max_overflow: int = 2) -> Engine:
+def _create_engine(
+    url: str, timezone: str, pool_size: int = POOL_SIZE, max_overflow: int = MAX_OVERFLOW
+) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -83,7 +90,6 @@ def _create_engine(url: str, timezone: str, pool_size: int = 2, max_overflow: in
         raise DatabaseError(
             f"DATABASE_URL must point at PostgreSQL (postgresql://user:pass@host/db), not {parsed.drivername}"
         )
-    # A small pool: the embedded server allows 100 connections and many processes share it.
     engine = create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
 
     @event.listens_for(engine, "connect")

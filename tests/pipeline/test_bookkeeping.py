@@ -172,7 +172,8 @@ def test_the_nightly_resolves_its_logical_date_and_reads_that_days_inbox_files_o
 def test_status_shows_a_namespaces_last_runs_with_their_errors_watermarks_and_quarantine(
     settings: Settings, engine: Engine, namespace: str, tmp_path: Path
 ) -> None:
-    from strataflow.pipeline import runs, status
+    from strataflow.ops import status
+    from strataflow.pipeline import runs
     from strataflow.pipeline.ingest import ingest_logs
 
     path = tmp_path / "day.jsonl"
