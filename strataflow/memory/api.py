@@ -9,7 +9,7 @@ Seed 003 entry types map onto the one kind enum: user -> fact, project -> meta, 
 (strataflow.memory.entries keeps the seed's name, description, content and type). Agent scope: the item
 identity is (namespace, subject_id, agent_id, kind, key); a write with agent_id writes that agent's item.
 Reads given an agent_id see the items visible to that agent: its own, the namespace's (no agent) and other
-agents' shared ones (is_shared); reads without one see every item of the namespace. Search is full-text over
+agents' shared ones (is_shared); reads without one see no agent's private items. Search is full-text over
 memory_items (English stemming plus jieba-segmented Chinese, OR-ed words ranked by ts_rank) plus a substring
 match on key, name and statement for short or partial words; it needs no embedding, so an item saved a second
 ago is found.
@@ -28,15 +28,18 @@ from models.common import MemoryKind
 from strataflow.memory import store
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
+# Kinds only the pipeline writes (the hot summary the context injects first): no surface accepts them.
+INTERNAL_KINDS = frozenset({MemoryKind.hot_summary.value})
 ITEM_COLUMNS = """
     mi.item_id, mi.namespace, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.value, mi.statement,
     mi.category, mi.importance, mi.confidence, mi.status, mi.source, mi.version, mi.valid_from,
     mi.recorded_at, mi.updated_at, mi.created_at,
     mi.source_message_ids, mi.metadata, mi.name, mi.description, mi.entry_type, mi.is_shared
 """
-# What an agent sees: its own items, the namespace's (no agent) and other agents' shared ones.
+# What an agent sees: its own items, the namespace's (no agent) and other agents' shared ones; a viewer with
+# no agent (agent_id null) sees no agent's private items.
 AGENT_VISIBLE = """
-    (cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id or mi.is_shared)
+    (mi.agent_id is null or mi.is_shared or mi.agent_id = cast(:agent_id as text))
 """
 SCOPE_FILTER = f"""
     mi.namespace = :namespace
@@ -138,13 +141,16 @@ class MemoryHit(BaseModel):
 
 
 def normalize_kind(kind: str) -> str:
-    """A MemoryKind value from a kind or a seed 003 type (user, project, feedback, reference)."""
+    """A MemoryKind value from a kind or a seed 003 type (user, project, feedback, reference); an internal
+    kind (hot_summary: the pipeline's own) is refused like an unknown one."""
     name = kind.strip().lower()
     name = SEED_003_TYPES.get(name, name)
     try:
+        if name in INTERNAL_KINDS:
+            raise ValueError(name)
         return MemoryKind(name).value
     except ValueError:
-        allowed = ", ".join(k.value for k in MemoryKind if k is not MemoryKind.hot_summary)
+        allowed = ", ".join(k.value for k in MemoryKind if k.value not in INTERNAL_KINDS)
         raise ValueError(f"memory kind {kind!r} is not one of {allowed} (or user, project)") from None
 
 

@@ -12,9 +12,9 @@ strataflow.memory.entry_fields; this module holds the scoped reads and writes.
   never share a key.
 - Scope: (namespace, subject, agent). An entry saved with an agent is private to that agent unless shared;
   a request with an agent sees its own entries, shared ones and the namespace's (no agent); a request without
-  one sees the whole namespace (the API key's role decides the namespace). Names are unique per scope: saving
-  a name that exists raises EntryConflict (update it instead, as the seed asks). Only the owning agent may
-  change or delete an agent's entry (EntryForbidden).
+  one sees no agent's private entries (the API key's role decides the namespace). Names are unique per scope:
+  saving a name that exists raises EntryConflict (update it instead, as the seed asks). Only the owning agent
+  may change or delete an agent's entry (EntryForbidden), a viewer without an agent included.
 - Update can change type, name (and so the key), description, content and sharing; each change is a new
   version in memory_item_versions (strataflow.memory.store), like every manual write.
 - Search ranks with strataflow.retrieval.search (hybrid BM25 + dense) restricted to the agent's view when
@@ -287,7 +287,7 @@ def _visible(
 
 def _changeable(conn: Connection, namespace: str, item_id: int, agent_id: str | None) -> MemoryItem:
     item = _visible(conn, namespace, item_id, agent_id, False)
-    if agent_id is not None and item.agent_id not in (None, agent_id):
+    if item.agent_id is not None and item.agent_id != agent_id:
         raise EntryForbidden(
             f"memory entry {item_id} belongs to agent {item.agent_id!r}: other agents may read a shared "
             "entry but not change or delete it"

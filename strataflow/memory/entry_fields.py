@@ -15,7 +15,6 @@ names the field.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import unicodedata
@@ -28,6 +27,7 @@ from strataflow.memory.api import SEED_003_TYPES, MemoryItem, normalize_kind
 MAX_NAME_CHARS = 255  # seed 003: name VARCHAR(255)
 MAX_DESCRIPTION_CHARS = 500  # seed 003: description VARCHAR(500)
 MAX_CONTENT_CHARS = 20_000
+CURSOR = re.compile(r"^[1-9][0-9]{0,17}$")  # an item id below 10^18 (within bigint)
 
 
 class EntryFieldError(ValueError):
@@ -102,19 +102,14 @@ def hit_of(item: MemoryItem, score: float) -> EntryHit:
 
 
 def encode_cursor(item_id: int) -> str:
-    """The next_cursor of a page that ends at item_id."""
-    return base64.urlsafe_b64encode(f"before:{item_id}".encode()).decode().rstrip("=")
+    """The next_cursor of a page that ends at item_id: the id, in decimal (the next page starts below it)."""
+    return str(item_id)
 
 
 def decode_cursor(cursor: str | None) -> int | None:
     """The item id a cursor from encode_cursor stands for (None for no cursor); EntryFieldError otherwise."""
     if not cursor:
         return None
-    try:
-        decoded = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        label, _, number = decoded.partition(":")
-        if label == "before" and number.isdigit():
-            return int(number)
-    except (ValueError, UnicodeDecodeError):
-        pass
+    if CURSOR.match(cursor):
+        return int(cursor)
     raise EntryFieldError("cursor", "cursor is not one this API returned; pass next_cursor as it came back")

@@ -51,10 +51,8 @@ RETRIEVAL_LAYERS = ("messages", "items", "assets")
 PROTOCOL_LAYERS = ("assets", "items", "messages")  # PROTOCOL_QA: the knowledge base first
 RECAP_BUCKET = 0.1  # recap: reports within this similarity of each other are ordered newest first
 
-# Seed 003 agent scope: with an agent, items of no agent, of that agent, or shared.
-VISIBLE_TO_AGENT = (
-    "(cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id or mi.is_shared)"
-)
+# Seed 003 agent scope: items of no agent, of that agent, or shared (no agent: no agent's private items).
+VISIBLE_TO_AGENT = "(mi.agent_id is null or mi.is_shared or mi.agent_id = cast(:agent_id as text))"
 
 # One round trip (context.build_context) for everything but retrieval: L2 items (hinted and full-text
 # matches first), the hot summary, the newest L3 reports (ranked by similarity afterwards), insights and
@@ -225,17 +223,17 @@ def profile_pieces(conn: Connection, namespace: str, subject_id: str, profile: s
 
 def render_profile_piece(piece: ContextPiece, fmt: str) -> str:
     """A profile piece between seed 002's markers (text), or as a JSON record naming its kind."""
-    import json
-
-    from strataflow.llm.prompt_blocks import escape_json
+    from strataflow.llm.prompt_blocks import json_text
     from strataflow.memory.profiles import profile_markers
 
     start, end = profile_markers(piece.label)
-    block = f"{start}\n{piece.text}\n{end}"
+    block = (
+        f"{start}\n{piece.text}\n{end}"  # piece.text: the document as one escaped JSON line (profile_body)
+    )
     if fmt == "json":
         record = {"section": piece.section, "layer": piece.layer, "kind": piece.kind, "ids": piece.ids,
                   "label": piece.label, "text": block}  # fmt: skip
-        return escape_json(json.dumps(record, ensure_ascii=False))
+        return json_text(record)
     return block + "\n"
 
 

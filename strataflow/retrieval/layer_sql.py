@@ -166,7 +166,7 @@ QUERY_CTE = (
 )
 _SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
-AGENT_FILTER = "(i.agent_id is null or i.agent_id = :agent_id or i.is_shared)"
+AGENT_FILTER = "(i.agent_id is null or i.is_shared or i.agent_id = cast(:agent_id as text))"
 
 
 def filters(layer: str, scope: Scope) -> str:
@@ -182,7 +182,7 @@ def filters(layer: str, scope: Scope) -> str:
             parts.append(f"{spec['time']} >= :since")
         if scope.until:
             parts.append(f"{spec['time']} < :until")
-    if scope.agent and layer == "items":
+    if layer == "items":  # without an agent: no agent's private items
         parts.append(AGENT_FILTER)
     return " and ".join(parts)
 

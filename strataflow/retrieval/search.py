@@ -104,9 +104,10 @@ def search(
 
     `query_embedding` skips encoding the query (callers that already have it); `exact_limit` is the largest
     scope scored exactly (see the module docstring; tests lower it to exercise the approximate path).
-    `agent_id` restricts items to those without an agent, the agent's own and shared ones (other layers are
-    unaffected); `lineage` (default on) lets matching items and reports lift the turns they came from when
-    messages are searched; `now` anchors relative times in the query ("last week"), default the clock.
+    `agent_id`: items are those without an agent, the agent's own and shared ones (None: no agent's private
+    items; other layers are unaffected); `lineage` (default on) lets matching items and reports lift the
+    turns they came from when messages are searched; `now` anchors relative times in the query ("last
+    week"), default the clock.
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:

@@ -25,8 +25,7 @@ SELECT_CONTEXT_MEMORIES = text(
     from memory_items as mi cross join q
     where mi.namespace = :namespace and mi.subject_id = :subject_id and mi.status = 'active'
         and mi.kind <> 'hot_summary'
-        and (cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id
-            or mi.is_shared)
+        and (mi.agent_id is null or mi.is_shared or mi.agent_id = cast(:agent_id as text))
     order by coalesce(ts_rank(mi.fts, q.tsq), 0)
             + 0.5 * (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds))::int desc,
         mi.importance desc, mi.valid_from desc, mi.item_id

@@ -2,22 +2,33 @@
 
 `DbDep` is the request's transaction, already running as the API key's role (row-level security filters every
 read and checks every write); `WriterDep` is the same for routes that write, refused (403) for a key whose
-role is an analyst; `CallerDep` says who calls and in which namespace. The transaction commits when the route
-returns, before the response is sent, so a client that reads after a write sees it.
+role is an analyst; `CallerDep` says who calls and in which namespace; `LlmSlotDep` (listed before the
+session) waits for one of the key's LLM slots before the route takes a connection. The transaction commits
+when the route returns, before the response is sent, so a client that reads after a write sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import Connection
 
 from strataflow.config import Settings
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.session import Sessions
+
+# The OpenAPI security scheme of every /v1 route (components.securitySchemes.bearerAuth); a request without a
+# usable key is refused by the session (KeyRejected, 401 with WWW-Authenticate: Bearer), never by FastAPI.
+BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearerAuth",
+    bearerFormat="sf_<8 hex>_<43 characters>",
+    description="An API key from `strataflow access create-key NAME --role ROLE [--agent AGENT_ID]`.",
+)
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -35,16 +46,22 @@ async def get_settings(request: Request) -> Settings:
 
 def open_session(
     request: Request,
-    authorization: Annotated[
-        str | None, Header(description="Bearer KEY (strataflow access create-key)")
-    ] = None,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
     x_namespace: Annotated[
-        str | None, Header(description="the namespace to use, when the key's role has several")
+        str | None,
+        Header(max_length=512, description="the namespace to use, when the key's role has several"),
     ] = None,
 ) -> Iterator[tuple[Connection, Caller]]:
     sessions: Sessions = request.app.state.sessions
-    with sessions.open(bearer_token(authorization), x_namespace) as session:
+    key = credentials.credentials if credentials is not None else None
+    with sessions.open(key, x_namespace) as session:
         yield session
+
+
+async def llm_slot(request: Request) -> AsyncIterator[None]:
+    sessions: Sessions = request.app.state.sessions
+    async with sessions.llm_slot(bearer_token(request.headers.get("authorization"))):
+        yield
 
 
 Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
@@ -66,6 +83,7 @@ async def get_writer(session: Session) -> Connection:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+LlmSlotDep = Annotated[None, Depends(llm_slot, scope="function")]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 DbDep = Annotated[Connection, Depends(get_db)]
 WriterDep = Annotated[Connection, Depends(get_writer)]

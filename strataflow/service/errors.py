@@ -10,7 +10,6 @@ with Retry-After; 503 the database unreachable.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,14 +20,15 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from strataflow.db.roles import AccessError
 from strataflow.memory.api import MemoryNotFound
 from strataflow.memory.entries import EntryConflict, EntryForbidden, EntryNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
-from strataflow.service.session import RateLimited
 
 logger = logging.getLogger(__name__)
+BEARER_CHALLENGE = 'Bearer realm="strataflow"'
 
 STATUS_CODES = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
@@ -68,10 +68,30 @@ def error_response(
     return JSONResponse(ErrorBody(error=detail).model_dump(), status_code=status, headers=headers or None)
 
 
+# What any authenticated route may answer besides its success (each with the error body, JSON).
+ROUTE_ERRORS = (400, 401, 403, 404, 409, 413, 422, 429, 503)
+ERROR_MEANINGS = {
+    400: "the body is not JSON, or X-Namespace is missing for a key with several namespaces",
+    401: "no API key, or one that is unknown, revoked or expired (WWW-Authenticate: Bearer)",
+    403: "the key's role or agent may not do this (an analyst writing, a namespace not granted, another "
+    "agent's entry)",
+    404: "nothing with that id the key may see",
+    409: "a name already taken",
+    413: "the body is over STRATAFLOW_API_MAX_BODY_BYTES",
+    422: "a field the service refuses, named in error.field",
+    429: "the rate limit (Retry-After says when to retry)",
+    503: "the database is unavailable; retry shortly",
+}
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=` for a route: each status with the error body."""
+    """OpenAPI `responses=` for a route: each status (all of ROUTE_ERRORS by default) with the error body."""
     return {
-        status: {"model": ErrorBody, "description": STATUS_CODES.get(status, "error")} for status in statuses
+        status: {
+            "model": ErrorBody,
+            "description": ERROR_MEANINGS.get(status, STATUS_CODES.get(status, "error")),
+        }
+        for status in statuses or ROUTE_ERRORS
     }
 
 
@@ -97,7 +117,24 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc.__cause__, BodyTooLarge):  # FastAPI wraps errors while it reads the body
         return _body_too_large(request, exc.__cause__)
     message = str(exc.detail) if exc.detail else STATUS_CODES.get(exc.status_code, "error")
-    return error_response(exc.status_code, message, **(exc.headers or {}))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = allowed_methods(request)
+    return error_response(exc.status_code, message, **headers)
+
+
+METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route takes at this path (a path can have one route per method; Starlette's own
+    405 names only the first route's)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        route_methods = getattr(route, "methods", None)
+        if route_methods and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= set(route_methods)
+    return ", ".join(sorted(methods, key=lambda m: (METHOD_ORDER + (m,)).index(m)))
 
 
 def _api(_: Request, exc: Exception) -> JSONResponse:
@@ -105,9 +142,8 @@ def _api(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status, exc.message, exc.field, exc.code, **exc.headers)
 
 
-def _rate_limited(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RateLimited)
-    return error_response(429, str(exc), **{"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
+def _key_rejected(_: Request, exc: Exception) -> JSONResponse:
+    return error_response(401, str(exc), **{"WWW-Authenticate": BEARER_CHALLENGE})
 
 
 def _value(_: Request, exc: Exception) -> JSONResponse:
@@ -153,8 +189,7 @@ HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = 
     RequestValidationError: _validation,
     HTTPException: _http,
     ApiError: _api,
-    RateLimited: _rate_limited,
-    KeyRejected: _status(401),
+    KeyRejected: _key_rejected,
     NamespaceRequired: _status(400, "namespace_required"),
     AccessError: _status(403),
     EntryForbidden: _status(403),
