@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     llm_budget_usd: float | None = Field(
         None, ge=0, description="USD one run may spend (when litellm knows costs)."
     )
+    llm_budget_namespace_tokens: dict[str, int] = Field(
+        default_factory=dict,
+        description='Tokens one run may spend per namespace, as JSON ({"alpha": 200000}); a namespace not '
+        "listed gets an equal part of STRATAFLOW_LLM_BUDGET_TOKENS among those a stage works for.",
+    )
     llm_max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx and timeouts.")
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
     llm_concurrency: int = Field(2, ge=1, le=64, description="LLM requests in flight at once per process.")

@@ -27,7 +27,11 @@ Format = Literal["text", "json"]
 
 MIN_SHORTENED_TOKENS = 24  # do not shorten a piece to less than this
 PLAIN_LABEL = re.compile(r"^[\w.:@+-]+$")  # a key, a role, a week start: written as it is
-PIECE_LINE = re.compile(r'^- \[(?P<provenance>(?:[^\]"]|"(?:[^"\\]|\\.)*")*)\] (?P<text>".*")$')
+QUOTED = r'"(?:[^"\\]|\\.)*"'
+PIECE_LINE = re.compile(
+    rf"^- \[(?P<layer>\S+) (?P<kind>[^\s:\]]+)(?::(?P<label>{QUOTED}|[\w.:@+-]+))? (?P<rest>id=[^\]]*)\] "
+    rf"(?P<text>{QUOTED})$"
+)
 
 SECTION_ORDER: dict[str, tuple[str, ...]] = {
     "recap": (
@@ -200,10 +204,14 @@ def _render_piece(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
 
 
 def parse_text_block(block: str) -> list[dict[str, Any]]:
-    """The pieces of a text context block, read back: [{"section", "provenance", "label", "text"}] in order
+    """The pieces of a text context block, read back: [{"section", "layer", "kind", "label", "provenance",
+    "text"}] in order
     (what an agent framework, or a test, gets out of the block). A line that is neither the wrapper, a section
     title, a profile marker or document, nor a piece raises ValueError naming it."""
-    titles = {f"## {title}": name for name, title in SECTION_TITLES.items() if title}
+    titles: dict[str, str] = {}
+    for name, title in SECTION_TITLES.items():
+        if title:
+            titles.setdefault(f"## {title}", name)  # reports and more_reports share a title: reports
     pieces: list[dict[str, Any]] = []
     section = ""
     for number, line in enumerate(block.split("\n"), start=1):
@@ -217,14 +225,14 @@ def parse_text_block(block: str) -> list[dict[str, Any]]:
         found = PIECE_LINE.match(line)
         if found is None:
             raise ValueError(f"line {number} of the context block is not a piece: {line[:60]!r}")
-        provenance = found.group("provenance")
-        what = provenance.split(" ", 2)[1] if " " in provenance else ""
-        label = what.partition(":")[2]
+        label = found.group("label") or ""
         pieces.append(
             {
                 "section": section,
-                "provenance": provenance,
+                "layer": found.group("layer"),
+                "kind": found.group("kind"),
                 "label": json.loads(label) if label.startswith('"') else label,
+                "provenance": found.group("rest"),
                 "text": json.loads(found.group("text")),
             }
         )

@@ -91,6 +91,23 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
+class RedactQuery(logging.Filter):
+    """The access log shows a request's path without its query string (a query holds user text: the
+    context query, subjects); the log keeps every request, never what it asked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0] + "?…", *args[3:])
+        return True
+
+
+def redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactQuery) for f in access.filters):
+        access.addFilter(RedactQuery())
+
+
 def rate_buckets(settings: Settings) -> Buckets:
     """The server's buckets: shared by its workers through the file `strataflow api` made, else in-process."""
     if settings.api_rate_file is not None:
@@ -102,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """The app for one server process (uvicorn calls this factory once per worker)."""
     settings = settings or load_settings()
     GuardedH11Protocol.configure(settings.api_header_timeout_s, settings.api_max_connections)
+    redact_access_log()
     engine = engine_for(settings)
     sessions = Sessions(settings, engine)
     agent_mcp = build_server(settings, sessions, writable=True)
