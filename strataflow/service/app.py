@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -29,6 +29,7 @@ from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
 from strataflow.service import errors, openapi
+from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
 from strataflow.service.routes import context, health, memories, messages, profiles, tools
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "create-key); the key's role decides the namespace (X-Namespace picks one of several), a key made "
         'with --agent acts as that agent. Errors are {"error": {"code", "message", "field"}}.',
         lifespan=lifespan,
+        dependencies=[Depends(strict_json_body)],
     )
     app.state.settings = settings
     app.state.engine = engine

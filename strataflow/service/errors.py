@@ -64,6 +64,8 @@ class BodyTooLarge(Exception):
 def error_response(
     status: int, message: str, field: str | None = None, code: str | None = None, **headers: str
 ) -> JSONResponse:
+    # An error can quote what the client sent (a key, a value): never a NUL, which the document excludes.
+    message, field = message.replace("\x00", "\\u0000"), field and field.replace("\x00", "\\u0000")
     detail = ErrorDetail(code=code or STATUS_CODES.get(status, "error"), message=message, field=field)
     return JSONResponse(ErrorBody(error=detail).model_dump(), status_code=status, headers=headers or None)
 

@@ -7,12 +7,14 @@ window moves):
 - a message's `created_at` gets the days and hours of the online write window as its pattern: a time the
   pattern allows lies inside the window at whatever UTC offset it carries (or, without one, in
   STRATAFLOW_TIMEZONE), with an hour to spare; the service checks the window itself too, to the second;
+- every error status answers application/json with the error body ({"error": {code, message, field}});
 - every string without a pattern, a format or an enum gets `^[^\\x00]*$` (PostgreSQL stores no NUL, so the
   service refuses one), and an object with `patternProperties` allows no other keys.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -24,6 +26,7 @@ from models.messages import NO_NUL
 from strataflow.config import Settings
 from strataflow.ingest.online import write_window
 
+ERROR_BODY = "#/components/schemas/ErrorBody"
 HOUR = timedelta(hours=1)
 MARGIN = HOUR  # the document is made once an hour
 TIME_REST = r":[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?"
@@ -152,6 +155,11 @@ def finish(doc: dict[str, Any], settings: Settings, now: datetime) -> dict[str, 
     message = schemas.get("MessageIn", {}).get("properties", {})
     if "created_at" in message:
         message["created_at"]["pattern"] = created_at_pattern(settings, now)
+    for path in doc.get("paths", {}).values():
+        for operation in path.values():
+            for status, response in operation.get("responses", {}).items():
+                if status.isdigit() and int(status) >= 400 and "Readiness" not in json.dumps(response):
+                    response["content"] = {"application/json": {"schema": {"$ref": ERROR_BODY}}}
     _walk(doc, _tighten)
     return doc
 

@@ -48,6 +48,7 @@ JsonValue = TypeAliasType(
     Union[NoNul, int, float, bool, None, list["JsonValue"], dict[NoNul, "JsonValue"]],  # noqa: UP007
 )
 Metadata = dict[NoNul, JsonValue]
+ProfileKey = Annotated[str, StringConstraints(max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 # A seed 003 type or a kind of the one enum, never an internal kind (hot_summary: the pipeline's own).
 EntryTypeName = Literal[
     "user", "project", "feedback", "reference", "fact", "preference", "intent", "meta", "status", "decision",
@@ -79,11 +80,9 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class MessageIn(BaseModel):
-    """One canonical message (seed 001 saveConversation), without namespace: the key decides it. Keys that
-    are not listed are ignored, as the batch ingest ignores them."""
-
-    model_config = ConfigDict(extra="ignore")
+class MessageIn(Strict):
+    """One canonical message (seed 001 saveConversation), without namespace: the key decides it (a record
+    naming one, or any key not listed here, is refused: 422 naming it)."""
 
     conversation_id: Id = Field(description="the conversation the message belongs to")
     subject_id: SubjectId = Field(description="the user the message is about")
@@ -174,7 +173,9 @@ class SaveInfoBody(Strict):
     subject: SubjectId
     user_message: Content = Field(description="what the user said")
     assistant_message: Text | None = Field(None, description="the assistant's reply, read for context only")
-    existing_info: Metadata | None = Field(None, description="what the caller already knows")
+    existing_info: dict[ProfileKey, JsonValue] | None = Field(
+        None, description="what the caller already knows, by profile key (lower snake_case: age, job_title)"
+    )
 
 
 class SubjectBody(Strict):

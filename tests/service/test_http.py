@@ -38,7 +38,7 @@ def test_health_readiness_and_the_openapi_reference(api_url: str) -> None:
     paths = set(httpx.get(f"{api_url}/openapi.json").json()["paths"])
     assert paths >= {
         "/v1/messages", "/v1/context", "/v1/memories", "/v1/memories/search", "/v1/memories/{item_id}",
-        "/v1/memories/{item_id}/history", "/v1/profiles/{subject}", "/v1/profiles/{subject}/{doc_type}",
+        "/v1/memories/{item_id}/history", "/v1/profiles/{subject}", "/v1/profiles/{subject}/user",
         "/v1/profiles/{subject}/{doc_type}/status", "/v1/save_info", "/v1/summarize", "/v1/user_context",
     }  # fmt: skip
 

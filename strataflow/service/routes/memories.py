@@ -62,13 +62,13 @@ def search_memories(
     return {"results": hits}
 
 
-@router.get("/{item_id}", response_model=Entry, responses=READ)
+@router.get("/{item_id:int}", response_model=Entry, responses=READ)
 def get_memory(item_id: ItemPath, db: DbDep, caller: CallerDep, agent: AgentQuery = None) -> Entry:
     """One entry; 404 when the key's namespace (or the agent) cannot see it."""
     return entries.get_entry(db, caller.namespace, item_id, agent_id=caller.agent_for(agent))
 
 
-@router.patch("/{item_id}", response_model=Entry, responses=WRITE)
+@router.patch("/{item_id:int}", response_model=Entry, responses=WRITE)
 def patch_memory(
     item_id: ItemPath, body: MemoryPatch, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
 ) -> Entry:
@@ -79,13 +79,13 @@ def patch_memory(
     )  # fmt: skip
 
 
-@router.delete("/{item_id}", response_model=Entry, responses=WRITE)
+@router.delete("/{item_id:int}", response_model=Entry, responses=WRITE)
 def delete_memory(item_id: ItemPath, db: WriterDep, caller: CallerDep, agent: AgentQuery = None) -> Entry:
     """Mark the entry deleted (its history stays); answers the entry as deleted."""
     return entries.delete_entry(db, caller.namespace, item_id, agent_id=caller.agent_for(agent))
 
 
-@router.get("/{item_id}/history", response_model=list[EntryVersion], responses=READ)
+@router.get("/{item_id:int}/history", response_model=list[EntryVersion], responses=READ)
 def memory_history(
     item_id: ItemPath, db: DbDep, caller: CallerDep, agent: AgentQuery = None
 ) -> list[EntryVersion]:

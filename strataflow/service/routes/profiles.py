@@ -3,7 +3,9 @@
 
 The user and the work document have paths of their own (`/v1/profiles/{subject}/user`, `/work`), so the
 OpenAPI document types each body with its seed model (UserMemoryContent, WorkProfileContent): a body that
-follows the document is a body the service takes.
+follows the document is a body the service takes. In the named lists (people, places, recurring_routines,
+current_projects, team_members) a name identifies an entry (case and spacing aside): when a body repeats a
+name, its later entry replaces the earlier one.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from fastapi import APIRouter, Path
 from pydantic import Field
 
 from models.messages import SAFE_ID
-from models.profiles import ProfileDocument, UserMemoryContent, WorkProfileContent
+from models.profiles import ENTRY_FIELDS, ProfileDocument, UserMemoryContent, WorkProfileContent
 from strataflow.memory import profiles
+from strataflow.memory.profile_mapping import name_key
 from strataflow.service.deps import CallerDep, DbDep, WriterDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import ID_MAX, ProfileStatusBody, Strict
@@ -26,6 +29,18 @@ SubjectPath = Annotated[
     str, Path(min_length=1, max_length=ID_MAX, pattern=SAFE_ID, description="the user (subject_id)")
 ]
 RESPONSES = error_responses()
+
+
+def one_entry_per_name(doc_type: str, content: dict[str, Any]) -> dict[str, Any]:
+    """The content with each named list keeping one entry per name: the last one given (module docstring)."""
+    for field in ENTRY_FIELDS[doc_type]:
+        entries = content.get(field)
+        if isinstance(entries, list):
+            last = {name_key(entry["name"]): index for index, entry in enumerate(entries)}
+            content[field] = [
+                entry for index, entry in enumerate(entries) if last[name_key(entry["name"])] == index
+            ]
+    return content
 
 
 class UserProfileBody(Strict):
@@ -55,7 +70,13 @@ def put_user_profile(
 ) -> ProfileDocument:
     """Replace the user document's content (fields left out take the seed's defaults); manual fields are
     protected from extraction."""
-    return profiles.put_profile(db, caller.namespace, subject, "user", body.content.model_dump(mode="json"))
+    return profiles.put_profile(
+        db,
+        caller.namespace,
+        subject,
+        "user",
+        one_entry_per_name("user", body.content.model_dump(mode="json")),
+    )
 
 
 @router.patch("/{subject}/user", response_model=ProfileDocument, responses=RESPONSES)
@@ -63,7 +84,7 @@ def patch_user_profile(
     subject: SubjectPath, body: UserProfileBody, db: WriterDep, caller: CallerDep
 ) -> ProfileDocument:
     """Set the given top-level fields of the user document (objects merge, lists replace); the others stay."""
-    content = body.content.model_dump(mode="json", exclude_unset=True)
+    content = one_entry_per_name("user", body.content.model_dump(mode="json", exclude_unset=True))
     return profiles.patch_profile(db, caller.namespace, subject, "user", content)
 
 
@@ -79,7 +100,13 @@ def put_work_profile(
 ) -> ProfileDocument:
     """Replace the work document's content (fields left out take the seed's defaults); manual fields are
     protected from extraction."""
-    return profiles.put_profile(db, caller.namespace, subject, "work", body.content.model_dump(mode="json"))
+    return profiles.put_profile(
+        db,
+        caller.namespace,
+        subject,
+        "work",
+        one_entry_per_name("work", body.content.model_dump(mode="json")),
+    )
 
 
 @router.patch("/{subject}/work", response_model=ProfileDocument, responses=RESPONSES)
@@ -87,7 +114,7 @@ def patch_work_profile(
     subject: SubjectPath, body: WorkProfileBody, db: WriterDep, caller: CallerDep
 ) -> ProfileDocument:
     """Set the given top-level fields of the work document (objects merge, lists replace); the others stay."""
-    content = body.content.model_dump(mode="json", exclude_unset=True)
+    content = one_entry_per_name("work", body.content.model_dump(mode="json", exclude_unset=True))
     return profiles.patch_profile(db, caller.namespace, subject, "work", content)
 
 
