@@ -50,7 +50,8 @@ def make_key(settings: Any) -> str:
 
 
 def start_server(port: int, durable: bool) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0", "STRATAFLOW_API_DURABLE_WRITES": str(durable).lower()}
+    durability = str(durable).lower()
+    env = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0", "STRATAFLOW_API_DURABLE_WRITES": durability}
     command = [sys.executable, "-m", "strataflow.cli", "api", "--port", str(port)]
     server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600

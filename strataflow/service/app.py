@@ -34,7 +34,7 @@ from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
 from strataflow.service.routes import context, health, memories, messages, profiles, tools
 from strataflow.service.server import GuardedH11Protocol
-from strataflow.service.session import Sessions
+from strataflow.service.session import KNOWN_KEYS_EVERY_S, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,13 @@ def prepare_database(settings: Settings, engine: Engine) -> None:
             set_write_window(conn, settings)
     except SQLAlchemyError as exc:
         logger.warning("could not set the online write window: %s", str(exc).splitlines()[0])
+
+
+async def keep_known_keys(sessions: Sessions) -> None:
+    """The active keys' prefixes for the rate limit: at start, then every KNOWN_KEYS_EVERY_S."""
+    while True:
+        await anyio.to_thread.run_sync(sessions.refresh_known)
+        await anyio.sleep(KNOWN_KEYS_EVERY_S)
 
 
 class BodyLimit:
@@ -130,9 +137,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(warm_up, settings)
         await anyio.to_thread.run_sync(prepare_database, settings, engine)
-        async with agent_mcp.session_manager.run(), analyst_mcp.session_manager.run():
-            logger.info("strataflow api ready")
-            yield
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(keep_known_keys, sessions)
+            async with agent_mcp.session_manager.run(), analyst_mcp.session_manager.run():
+                logger.info("strataflow api ready")
+                yield
+            tasks.cancel_scope.cancel()
         engine.dispose()
 
     app = FastAPIOffline(

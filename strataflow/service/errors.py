@@ -22,10 +22,12 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+from models.messages import REASONS
 from strataflow.db.roles import AccessError
 from strataflow.memory.api import MemoryNotFound
 from strataflow.memory.entries import EntryConflict, EntryForbidden, EntryNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
+from strataflow.service.schemas import UNION_TAGS
 
 logger = logging.getLogger(__name__)
 BEARER_CHALLENGE = 'Bearer realm="strataflow"'
@@ -104,14 +106,26 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
     if first.get("type") == "json_invalid":
         return error_response(400, f"the body is not valid JSON: {first.get('msg')}", code="invalid_json")
     loc = [str(part) for part in first.get("loc", ())]
+    message_body = len(loc) > 1 and loc[0] == "body" and loc[1] in UNION_TAGS  # POST /v1/messages
+    loc = [part for index, part in enumerate(loc) if not (index == 1 and message_body)]
     field = ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc) or None
+    code = _message_code(first.get("type", ""), field or "") if message_body else None
     shown = repr(first.get("input"))
     got = (
         ""
         if first.get("type") == "missing"
         else f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
     )
-    return error_response(422, f"{field or 'request'}: {first.get('msg')}{got}", field=field)
+    return error_response(422, f"{field or 'request'}: {first.get('msg')}{got}", field=field, code=code)
+
+
+def _message_code(error_type: str, field: str) -> str:
+    """The batch ingest's reason for a message field (models.messages.REASONS): the same codes either way."""
+    if field.endswith("role") and error_type == "literal_error":
+        return "unknown_role"
+    if field.endswith("created_at"):
+        return "bad_timestamp"
+    return REASONS.get(error_type, "invalid_value")
 
 
 def _http(request: Request, exc: Exception) -> JSONResponse:

@@ -1,11 +1,12 @@
 """The request rate limit, applied before any database work, for the server as a whole.
 
 Token buckets: each bucket may take `burst` requests at once, refilled at `rate` per second. A request whose
-bearer key has been accepted before by this server takes from its key's bucket (by the key's visible prefix);
-every other request (no key, a malformed or unknown key, a key not yet seen) takes from the bucket of its
-client address, so guessing keys or sending none is limited too, and a flood of made-up keys cannot make a
-bucket each. The check happens in an ASGI middleware, before routing, authentication or any SQL: a limited
-request costs no database work at all.
+bearer key is one of the server's active keys (by its visible prefix: the set strataflow.service.session
+keeps) takes from its key's bucket; every other request (no key, a malformed or made-up key) takes from the
+bucket of its client address, so guessing keys or sending none is limited too, and a flood of made-up keys
+cannot make a bucket each. Behind a reverse proxy on the same machine, uvicorn reads the client address from
+X-Forwarded-For (it trusts 127.0.0.1 by default: --forwarded-allow-ips). The check happens in an ASGI
+middleware, before routing, authentication or any SQL: a limited request costs no database work at all.
 
 With `strataflow api --workers N` the buckets live in one small file shared by the N processes (a fixed table
 of slots in a memory map, updated under an exclusive lock on the file), so the configured rate holds for the
@@ -109,7 +110,7 @@ def _refill(tokens: float, last: float, now: float, rate: float, burst: int) -> 
 
 
 class KnownKeys:
-    """Prefixes of keys the server has accepted (bounded, most recent kept): only those get a key's bucket."""
+    """Prefixes of the active keys (bounded, most recent kept): only those get a key's bucket."""
 
     def __init__(self, size: int = KNOWN_KEYS) -> None:
         self.size = size
@@ -122,6 +123,10 @@ class KnownKeys:
             self._seen.move_to_end(prefix)
             while len(self._seen) > self.size:
                 self._seen.popitem(last=False)
+
+    def replace(self, prefixes: list[str]) -> None:
+        with self._lock:
+            self._seen = OrderedDict.fromkeys(prefixes[-self.size :])
 
     def __contains__(self, prefix: object) -> bool:
         with self._lock:

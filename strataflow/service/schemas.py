@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, StringConstraints, Tag
 from typing_extensions import TypeAliasType
 
 from models.messages import NO_NUL, SAFE_ID
@@ -104,7 +104,18 @@ class MessageIn(Strict):
         return self.model_dump(exclude_none=True)
 
 
-class MessagesBody(RootModel[MessageIn | list[MessageIn]]):
+def _one_or_list(value: Any) -> str:
+    return "list" if isinstance(value, list) else "one"
+
+
+# One message or a list: the body's shape picks the branch, so an error names only that branch's field.
+OneOrList = Annotated[
+    Annotated[MessageIn, Tag("one")] | Annotated[list[MessageIn], Tag("list")], Discriminator(_one_or_list)
+]
+UNION_TAGS = frozenset({"one", "list"})
+
+
+class MessagesBody(RootModel[OneOrList]):
     """One canonical message (without namespace: it comes from the key) or a list of them."""
 
     def records(self) -> list[dict[str, Any]]:

@@ -2,11 +2,13 @@
 transaction as the key's role. Shared by the HTTP dependencies and the MCP tools, so both have the same
 tenancy: row-level security of the role, nothing in the routes or tools.
 
-The rate limit runs before this, with no database work (strataflow.service.ratelimit); a key accepted here is
-remembered there, so its requests take from its own bucket. Work that calls the model (save_info,
-save_user_memory) first takes one of the key's LLM slots (STRATAFLOW_API_LLM_CONCURRENCY_PER_KEY per server
-process), waiting without a thread or a connection: one key's burst of extractions queues behind itself and
-never holds the pool other tenants need.
+The rate limit runs before this, with no database work (strataflow.service.ratelimit): it gives a request its
+key's bucket when the key's prefix is one of the server's active keys (read at start and every
+KNOWN_KEYS_EVERY_S, and added when a key is accepted here), else the bucket of its client address.
+
+Work that calls the model (save_info, save_user_memory) first takes one of the key's LLM slots
+(STRATAFLOW_API_LLM_CONCURRENCY_PER_KEY per server process), waiting without a thread or a connection: one
+key's burst of extractions queues behind itself and never holds the pool other tenants need.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 import anyio
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from strataflow.config import Settings
 from strataflow.db import roles
@@ -25,6 +28,10 @@ from strataflow.service import keys
 from strataflow.service.ratelimit import KnownKeys
 
 TOUCH_EVERY_S = 60.0
+KNOWN_KEYS_EVERY_S = 30.0
+SELECT_ACTIVE_PREFIXES = text(
+    "select prefix from api_keys where revoked_at is null and (expires_at is null or expires_at > now())"
+)
 
 
 class Sessions:
@@ -48,6 +55,16 @@ class Sessions:
                 keys.touch(conn, caller)
             roles.as_role(conn, caller.role)
             yield conn, caller
+
+    def refresh_known(self) -> None:
+        """Read the prefixes of the active keys (the rate limit's key buckets); a database that cannot
+        answer leaves the set as it was."""
+        try:
+            with self.engine.connect() as conn:
+                prefixes = list(conn.execute(SELECT_ACTIVE_PREFIXES).scalars())
+        except SQLAlchemyError:
+            return
+        self.known.replace(prefixes)
 
     def authenticate(self, key: str | None) -> keys.Caller:
         """The caller of a key (KeyRejected when it cannot be used), in a transaction of its own."""

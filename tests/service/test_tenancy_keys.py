@@ -7,7 +7,6 @@ Analyst keys are offered the read tools only over /mcp."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from typing import Any
 
@@ -53,7 +52,9 @@ def _seen(client: httpx.Client, entry_id: int, subject: str, query: str, marker:
     found = client.post("/v1/memories/search", json={"query": query, "subject": subject}).json()["results"]
     if any(hit["id"] == entry_id for hit in found):
         seen.append("search")
-    if any(e["id"] == entry_id for e in client.get("/v1/memories", params={"subject": subject}).json()["entries"]):
+    if any(
+        e["id"] == entry_id for e in client.get("/v1/memories", params={"subject": subject}).json()["entries"]
+    ):
         seen.append("list")
     if marker in client.get("/v1/context", params={"subject": subject, "query": query, "budget": 4000}).text:
         seen.append("context")
@@ -66,21 +67,30 @@ def test_a_key_bound_to_an_agent_acts_only_as_that_agent(api_url: str, team: dic
     a1, b1, plain = (_client(api_url, team[name]) for name in ("a1", "b1", "plain"))
     subject, word = f"priv_{uuid.uuid4().hex[:6]}", f"zebrafjord{uuid.uuid4().hex[:6]}"
     query = f"vault code {word}"
-    private = a1.post("/v1/memories", json={"subject": subject, "type": "user", "name": "vault",
-                                             "content": f"PRIVATE-A1 the vault code for {word} is 4711"})  # fmt: skip
+
+    def save(client: httpx.Client, **entry: Any) -> httpx.Response:
+        return client.post("/v1/memories", json={"subject": subject, **entry})
+
+    private = save(a1, type="user", name="vault", content=f"PRIVATE-A1 the vault code for {word} is 4711")
     assert private.status_code == 201 and private.json()["agent"] == "a1" and not private.json()["shared"]
-    shared = a1.post("/v1/memories", json={"subject": subject, "type": "project", "name": "notes", "shared": True,
-                                            "content": f"SHARED-A1 {word} kickoff notes"})  # fmt: skip
-    common = plain.post("/v1/memories", json={"subject": subject, "type": "reference", "name": "wiki",
-                                               "content": f"COMMON {word} wiki page"})  # fmt: skip
+    shared = save(a1, type="project", name="notes", shared=True, content=f"SHARED-A1 {word} kickoff notes")
+    common = save(plain, type="reference", name="wiki", content=f"COMMON {word} wiki page")
     assert shared.status_code == 201 and common.status_code == 201 and common.json()["agent"] is None
     pid, sid = private.json()["id"], shared.json()["id"]
 
-    assert _seen(a1, pid, subject, query, "PRIVATE-A1") == ["get", "search", "list", "context", "user_context"]
+    assert _seen(a1, pid, subject, query, "PRIVATE-A1") == [
+        "get",
+        "search",
+        "list",
+        "context",
+        "user_context",
+    ]
     assert _seen(b1, pid, subject, query, "PRIVATE-A1") == []
     assert _seen(plain, pid, subject, query, "PRIVATE-A1") == []  # no agent: no agent's private entries
     assert "COMMON" in b1.get("/v1/context", params={"subject": subject, "query": query, "budget": 4000}).text
-    assert "SHARED-A1" in b1.get("/v1/context", params={"subject": subject, "query": query, "budget": 4000}).text
+    assert (
+        "SHARED-A1" in b1.get("/v1/context", params={"subject": subject, "query": query, "budget": 4000}).text
+    )
 
     # Naming another agent is refused, whatever the endpoint; naming its own is fine.
     for response in (
@@ -91,8 +101,10 @@ def test_a_key_bound_to_an_agent_acts_only_as_that_agent(api_url: str, team: dic
         b1.post("/v1/user_context", json={"subject": subject, "query": query, "agent": "a1"}),
         b1.patch(f"/v1/memories/{pid}", params={"agent": "a1"}, json={"content": "overwritten"}),
         b1.delete(f"/v1/memories/{pid}", params={"agent": "a1"}),
-        b1.post("/v1/memories", json={"subject": subject, "type": "user", "name": "x", "content": "y",
-                                      "agent": "a1"}),  # fmt: skip
+        b1.post(
+            "/v1/memories",
+            json={"subject": subject, "type": "user", "name": "x", "content": "y", "agent": "a1"},
+        ),  # fmt: skip
     ):
         assert response.status_code == 403, response.text
         assert "bound to agent 'b1'" in response.json()["error"]["message"]
@@ -184,5 +196,7 @@ def test_create_key_binds_the_agent_and_list_keys_shows_it(engine: Engine, team:
     assert made.stdout.strip().splitlines()[-1].startswith("sf_")
     listed = runner.invoke(app, ["access", "list-keys"])
     assert any(line.split("\t")[3] == "support-bot" for line in listed.stdout.splitlines())
-    refused = runner.invoke(app, ["access", "create-key", "cli-bad", "--role", team["role"], "--agent", "a/b"])
+    refused = runner.invoke(
+        app, ["access", "create-key", "cli-bad", "--role", team["role"], "--agent", "a/b"]
+    )
     assert refused.exit_code == 1 and "--agent" in refused.output
