@@ -20,7 +20,6 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
 
 from models.messages import REASONS
 from strataflow.db.roles import AccessError
@@ -99,7 +98,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     }
 
 
-def _validation(_: Request, exc: Exception) -> JSONResponse:
+def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
@@ -107,7 +106,10 @@ def _validation(_: Request, exc: Exception) -> JSONResponse:
         return error_response(400, f"the body is not valid JSON: {first.get('msg')}", code="invalid_json")
     loc = [str(part) for part in first.get("loc", ())]
     message_body = len(loc) > 1 and loc[0] == "body" and loc[1] in UNION_TAGS  # POST /v1/messages
-    loc = [part for index, part in enumerate(loc) if not (index == 1 and message_body)]
+    profile_body = (
+        len(loc) > 2 and loc[:2] == ["body", "content"] and request.url.path.startswith("/v1/profiles/")
+    )
+    loc = [part for index, part in enumerate(loc) if not (index == 1 and (message_body or profile_body))]
     field = ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc) or None
     code = _message_code(first.get("type", ""), field or "") if message_body else None
     shown = repr(first.get("input"))
@@ -135,7 +137,7 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
     message = str(exc.detail) if exc.detail else STATUS_CODES.get(exc.status_code, "error")
     headers = dict(exc.headers or {})
     if exc.status_code == 405:
-        headers["Allow"] = allowed_methods(request)
+        headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
     return error_response(exc.status_code, message, **headers)
 
 
@@ -143,14 +145,25 @@ METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 def allowed_methods(request: Request) -> str:
-    """Every method some route takes at this path (a path can have one route per method; Starlette's own
-    405 names only the first route's)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        route_methods = getattr(route, "methods", None)
-        if route_methods and route.matches(request.scope)[0] is not Match.NONE:
-            methods |= set(route_methods)
-    return ", ".join(sorted(methods, key=lambda m: (METHOD_ORDER + (m,)).index(m)))
+    """The methods the OpenAPI document gives the path (its most specific template: /v1/memories/search
+    over /v1/memories/{item_id}); a path can have one route per method, and Starlette's own 405 names only
+    the first route's. A path outside the document keeps Starlette's answer."""
+    paths = request.app.openapi().get("paths", {})
+    segments = request.url.path.rstrip("/").split("/")
+    best: tuple[int, list[str]] | None = None
+    for template, operations in paths.items():
+        parts = template.rstrip("/").split("/")
+        if len(parts) != len(segments):
+            continue
+        if all(
+            part.startswith("{") or part == segment for part, segment in zip(parts, segments, strict=True)
+        ):
+            literal = sum(not part.startswith("{") for part in parts)
+            if best is None or literal > best[0]:
+                best = (literal, [method.upper() for method in operations])
+    if best is None:
+        return ""
+    return ", ".join(sorted(best[1], key=lambda m: (*METHOD_ORDER, m).index(m)))
 
 
 def _api(_: Request, exc: Exception) -> JSONResponse:

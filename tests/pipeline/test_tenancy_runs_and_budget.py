@@ -72,7 +72,7 @@ def test_a_bad_record_read_again_is_quarantined_once(engine: Engine, namespace: 
 def test_error_texts_carry_no_sql_parameters(engine: Engine) -> None:
     secret = f"my passport is E{uuid.uuid4().int % 10**7:07d}"
     with engine.connect() as conn, pytest.raises(DBAPIError) as failed:
-        conn.execute(text("select cast(:value as integer)"), {"value": secret})
+        conn.execute(text("select 1 / 0 where cast(:value as text) is not null"), {"value": secret})
     assert secret not in str(failed.value)
 
 
@@ -132,7 +132,7 @@ def test_one_namespace_spending_its_share_stops_only_its_scopes(settings: Settin
         gateway.complete("extract", "fair", prompt, ExtractionOutput, namespace=unit.namespace)
 
     result = run_units("extract", gateway, units, work, LLMStageResult(), scope_name)
-    stopped = [error.split(":", 1)[0] for error in result.errors]
+    stopped = [error.split(": ", 1)[0] for error in result.errors]
     assert gateway.namespace_budget("ns_a") == 500 and len(stopped) == 3  # a0-a4 ran (600 tokens), a5-a7 not
     assert stopped == [runs.scope_ref("ns_a", f"a{i}") for i in (5, 6, 7)]
     assert all("share" in error for error in result.errors)

@@ -3,7 +3,8 @@ JSON when nothing is found, /mcp answers 401 with WWW-Authenticate: Bearer for a
 key at initialize, the OpenAPI document resolves every $ref and declares a bearer scheme and every error
 status as JSON, the access log goes on after save_info and never shows a query string, /docs and /redoc
 load their assets from the server, the docs/agents.md calls work as written, and Schemathesis with all
-checks finds nothing (a bounded run: CI time)."""
+checks finds nothing (bounded for CI time: fuzzing and stateful phases, 10 examples an operation; the
+tenancy check runs every phase, the coverage phase's boundary cases included, with 20)."""
 
 from __future__ import annotations
 
@@ -196,10 +197,11 @@ def test_schemathesis_with_all_checks_finds_nothing(api_url: str, engine: Engine
     ran = subprocess.run(
         [sys.executable, "-c", CLI,
          "run", f"{api_url}/openapi.json", "-H", f"Authorization: Bearer {fuzzer.key}", "--checks", "all",
-         "--max-examples", "4", "--workers", "1", "--request-timeout", "60", "--generation-database", "none",
+         "--phases", "examples,fuzzing,stateful", "--max-examples", "10", "--workers", "1",
+         "--request-timeout", "60", "--generation-database", "none",
          "--no-color", "--seed", "28"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path,
     )  # fmt: skip
     summary = [line for line in ran.stdout.splitlines() if re.match(r"^=+ .* =+$", line)]
     assert ran.returncode == 0, ran.stdout[-6000:]
-    assert summary and "No issues found" in summary[-1], summary
+    assert summary and not re.search(r"failure|error", summary[-1]), ran.stdout[-3000:]

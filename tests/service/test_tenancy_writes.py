@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.exc import DBAPIError
 
 from strataflow.config import Settings
 from tests.fixtures.service import Tenant
@@ -76,7 +76,7 @@ def test_agent_roles_cannot_make_partitions_or_delete_l1(engine: Engine, tenants
     ):
         with engine.connect() as conn, conn.begin():
             conn.execute(text(f"set local role {role}"))
-            with pytest.raises(ProgrammingError) as refused:
+            with pytest.raises(DBAPIError) as refused:
                 conn.execute(text(statement))
             assert refused.value.orig.sqlstate in ("42501", "22023"), statement  # type: ignore[union-attr]
 
