@@ -178,7 +178,7 @@ def load_settings(**overrides: object) -> Settings:
     """Read the environment (and the settings file, see the module docstring) once; raise SettingsError
     naming each bad setting."""
     try:
-        return Settings(_env_file=settings_file(), **overrides)  # type: ignore[arg-type,call-arg]
+        return Settings(_env_file=settings_file(), **overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

@@ -190,7 +190,7 @@ def collect_tables(
     for title, (column, sql) in TABLES.items():
         result = conn.execute(text(sql.format(f=NS_FILTER.format(col=column))), {"namespace": namespace})
         columns = [str(key) for key in result.keys()]
-        rows = [_subject_by_hash(columns, tuple(row)) for row in result]
+        rows: list[Sequence[Any]] = [_subject_by_hash(columns, tuple(row)) for row in result]
         tables[title] = ([SUBJECT_HEADER if c == "subject_id" else c for c in columns], rows)
     return tables
 

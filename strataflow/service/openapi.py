@@ -137,7 +137,8 @@ def install(app: FastAPI, settings: Settings) -> None:
             cache["doc"] = finish(_base(app), settings, now)
             cache["stamp"] = stamp
         app.openapi_schema = cache["doc"]
-        return cache["doc"]  # type: ignore[no-any-return]
+        doc: dict[str, Any] = cache["doc"]
+        return doc
 
     app.openapi = openapi  # type: ignore[method-assign]
 

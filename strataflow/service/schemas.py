@@ -45,9 +45,9 @@ ItemId = Annotated[int, Field(ge=1, le=BIGINT_MAX, description="the entry id")]
 # Any JSON value without a NUL character in a string or a key (a metadata object; jsonb cannot hold NUL).
 JsonValue = TypeAliasType(
     "JsonValue",
-    Union[NoNul, int, float, bool, None, list["JsonValue"], dict[NoNul, "JsonValue"]],  # noqa: UP007
+    Union[NoNul, int, float, bool, None, list["JsonValue"], dict[NoNul, "JsonValue"]],  # type: ignore[misc]  # noqa: UP007
 )
-Metadata = dict[NoNul, JsonValue]
+Metadata = dict[NoNul, JsonValue]  # type: ignore[misc]
 ProfileKey = Annotated[str, StringConstraints(max_length=64, pattern=r"^[a-z][a-z0-9_]*$")]
 # A seed 003 type or a kind of the one enum, never an internal kind (hot_summary: the pipeline's own).
 EntryTypeName = Literal[
