@@ -6,10 +6,9 @@ until, agent): the builders are cached per combination.
 
 Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and the caption
 or alt text of an attachment (``metadata.speaker``, ``metadata.caption``: documented fields of the canonical
-record, docs/ingest.md); an item's
-``fts`` (key, statement, value; the statement and key when a row was written without one) plus its seed
-003 name and description; a report's summary and key events;
-a chunk's content. Asset chunks have no subject or event time: the subject and time filters do not apply to
+record, docs/ingest.md); an item's ``fts`` (key, statement, value; the statement and key when a row was
+written without one) plus its seed 003 name and description; a report's summary and key events; a chunk's
+content. Asset chunks have no subject or event time: the subject and time filters do not apply to
 them (a namespace's documents are shared by its subjects). The agent filter applies to items only: an agent
 sees items without an agent, its own, and those shared (``is_shared``).
 """
