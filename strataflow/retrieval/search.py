@@ -7,7 +7,7 @@ each layer); `strataflow.retrieval.ranking` turns those into one score per row: 
 (min-max, convex), plus the evidence of what the query says (query_reading.py: a named speaker, a when
 question, a period, a set question) and, for L1 turns, the lineage of the L2 items and L3 reports that match
 (layered.py). Hits of all layers are returned best first. The same ranking serves `strataflow context`, the
-memory search and the service; the LoCoMo bench measures it (bench/locomo.py, docs/retrieval-quality.md).
+memory search and the service; the dialog-recall benchmark measures it (docs/retrieval-quality.md).
 
 Filtered vector search and pgvector 0.6 (no iterative index scans): an HNSW scan returns its ef_search
 nearest rows and *then* applies the WHERE clause, so a narrow filter can leave fewer than k rows. So:
