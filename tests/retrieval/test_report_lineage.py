@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from strataflow.pipeline.embed import embed_pending
+from strataflow.pipeline.rollup import rollup_weeks
 from strataflow.retrieval.search import search
-from tasks.embed import embed_pending
-from tasks.rollup import rollup_weeks
 from tests.fixtures.ingested_rows import BASE_TIME, write_messages
 
 DUMMY_KEY = "sk-test-dummy-key-1234567890"
