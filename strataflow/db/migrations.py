@@ -111,6 +111,7 @@ def upgrade_all(engine: Engine, sql_dir: Path = SQL_DIR) -> UpgradeResult:
     applied_now: list[str] = []
     with engine.begin() as conn:
         conn.execute(CREATE_MIGRATIONS_TABLE)
+        conn.execute(views.CREATE_VIEWS_TABLE)  # before the migrations: sql/230 comments both tables
     for migration in discover(sql_dir):
         with engine.begin() as conn:
             conn.execute(text("select pg_advisory_xact_lock(:id)"), {"id": MIGRATIONS_LOCK_ID})
