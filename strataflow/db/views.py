@@ -141,8 +141,8 @@ SELECT_ACCESS_STATEMENTS = text(
     from targets as t
     union all
     select g.relname, 1,
-           format('grant %s%s on %I to %s%s', g.privilege_type, coalesce(format(' (%I)', g.column_name), ''),
-                  g.relname,
+           format('grant %s%s on %I to %s%s', g.privilege_type,
+                  case when g.column_name is null then '' else format(' (%I)', g.column_name) end, g.relname,
                   case when g.grantee = 0 then 'public' else quote_ident(pg_get_userbyid(g.grantee)) end,
                   case when g.is_grantable then ' with grant option' else '' end)
     from grants as g
