@@ -178,7 +178,8 @@ def _apply(
         if views.sqlstate(exc) not in views.BLOCKED_BY_VIEW or not views.states(conn, view_names):
             raise _failed(migration, exc) from None
         try:
-            restore.update(views.drop(conn, view_names, view_names))
+            for name, statements in views.drop(conn, view_names, view_names).items():
+                restore.setdefault(name, statements)  # the first capture is the one before any drop
         except views.ViewError as drop_error:
             message = f"sql/{migration.name} failed: {views.error_text(exc)}; {drop_error}"
             raise MigrationError(message) from None

@@ -278,7 +278,13 @@ def drop(conn: Connection, names: list[str], managed: list[str]) -> dict[str, li
     restore: dict[str, list[str]] = {name: [] for name in dropped}
     for row in conn.execute(SELECT_ACCESS_STATEMENTS, {"oids": dropped_oids}):
         restore[row.relname].append(row.statement)
-    conn.execute(text("drop view " + ", ".join(f'"{name}"' for name in dropped)))
+    try:
+        with conn.begin_nested():
+            conn.execute(text("drop view " + ", ".join(f'"{name}"' for name in dropped)))
+    except DBAPIError as exc:  # something other than a view reads them (a function body, a rule)
+        raise ViewError(
+            f"cannot drop view(s) {', '.join(dropped)} to create them again: {error_text(exc)}"
+        ) from None
     return restore
 
 
