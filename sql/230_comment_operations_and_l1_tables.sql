@@ -154,4 +154,5 @@ comment on table schema_views is
     'Applied view files: one row per file of sql/views/ with the checksum last applied (db status shows changed files as pending).';
 comment on column schema_views.name is 'View name (sql/views/NAME.sql).';
 comment on column schema_views.checksum is 'sha256 of the file last applied.';
-comment on column schema_views.applied_at is 'When that content was first applied.';
+comment on column schema_views.state_hash is 'Hash of the view''s definition, options and comments as that file left them: a view changed since is applied again.';
+comment on column schema_views.applied_at is 'When the file''s current content was first applied.';

@@ -122,7 +122,7 @@ def upgrade_all(engine: Engine, sql_dir: Path = SQL_DIR) -> UpgradeResult:
     with engine.begin() as conn:
         conn.execute(text("select pg_advisory_xact_lock(:id)"), {"id": MIGRATIONS_LOCK_ID})
         try:
-            changed, created = views.apply(conn, view_files, restore)
+            changed, created = views.apply(conn, view_files, restore, everything=bool(applied_now))
         except views.ViewError as exc:
             raise MigrationError(str(exc)) from None
         if applied_now or created:

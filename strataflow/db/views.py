@@ -1,8 +1,11 @@
 """Analyst views as re-creatable files: sql/views/NAME.sql, one view each, applied after the numbered files.
 
 A file holds `create or replace view NAME with (security_invoker = true) as ...` and the view's `comment on`
-statements, so the current definition of a view is that one file. `strataflow db upgrade` applies every file
-on every run, in dependency order (a view after the views it reads), in one transaction:
+statements, so the current definition of a view is that one file. `strataflow db upgrade` goes through every
+file on every run, in dependency order (a view after the views it reads), in one transaction, and applies the
+ones that are not as their file made them: a new or edited file, a missing view, a view changed by hand since
+(schema_views keeps each file's checksum and a hash of the definition, options and comments it made), or every
+file after a numbered migration ran. An upgrade with nothing to change so takes no lock on a view.
 
 - `create or replace view` keeps the view's OID, owner, privileges and comments, and whatever reads it (other
   views, dbt models in another schema); re-applying an unchanged file changes nothing.
@@ -14,14 +17,14 @@ on every run, in dependency order (a view after the views it reads), in one tran
   view exists; the migrator then drops the views of sql/views/ (privileges kept, as above), applies the
   migration again, and the view stage re-creates them from their files.
 
-Each applied file is recorded in schema_views with its checksum, so `strataflow db status` shows files that
-changed since the last upgrade. Reloptions come from the file (create or replace resets them): every file must
-say `security_invoker = true`, so row-level security of the caller applies through the view.
+Reloptions come from the file (create or replace resets them): every file must say `security_invoker = true`,
+so row-level security of the caller applies through the view.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,16 +51,22 @@ CREATE_VIEWS_TABLE = text(
     create table if not exists schema_views (
         name text primary key,
         checksum text not null,
+        state_hash text,
         applied_at timestamptz not null default now()
     )
     """
 )
-SELECT_RECORDED = text("select name, checksum, applied_at from schema_views order by name")
+SELECT_RECORDED = text("select name, checksum, state_hash, applied_at from schema_views order by name")
 RECORD_VIEW = text(
     """
-    insert into schema_views (name, checksum) values (:name, :checksum)
-    on conflict (name) do update set checksum = excluded.checksum, applied_at = now()
-    where schema_views.checksum <> excluded.checksum
+    insert into schema_views (name, checksum, state_hash) values (:name, :checksum, :state_hash)
+    on conflict (name) do update
+    set checksum = excluded.checksum,
+        state_hash = excluded.state_hash,
+        applied_at = case when schema_views.checksum <> excluded.checksum then now()
+                          else schema_views.applied_at end
+    where (schema_views.checksum, schema_views.state_hash)
+        is distinct from (excluded.checksum, excluded.state_hash)
     """
 )
 
@@ -288,14 +297,27 @@ def drop(conn: Connection, names: list[str], managed: list[str]) -> dict[str, li
     return restore
 
 
-def apply(conn: Connection, views: list[View], restore: dict[str, list[str]]) -> tuple[list[str], list[str]]:
-    """Create or replace every view from its file, in order, in the caller's transaction (the migrations lock
-    held). `restore` holds the owner and privilege statements of views dropped earlier in this upgrade; it is
-    emptied as they are re-created. Returns (views that changed, views that did not exist and had nothing to
-    restore, so they need their grants from strataflow_apply_namespace_security())."""
+def apply(
+    conn: Connection, views: list[View], restore: dict[str, list[str]], *, everything: bool = False
+) -> tuple[list[str], list[str]]:
+    """Create or replace the views from their files, in order, in the caller's transaction (the migrations
+    lock held). A view whose file and definition are as recorded at the last upgrade is left alone, so an
+    upgrade with nothing to change takes no lock on a view a long query reads; `everything` (a numbered
+    migration ran) applies every file. `restore` holds the owner and privilege statements of views dropped
+    earlier in this upgrade; it is emptied as they are re-created. Returns (views that changed, views that did
+    not exist and had nothing to restore, so they need their grants from
+    strataflow_apply_namespace_security())."""
     conn.execute(CREATE_VIEWS_TABLE)
     names = [view.name for view in views]
     before = states(conn, names)
+    recorded = {row.name: (row.checksum, row.state_hash) for row in conn.execute(SELECT_RECORDED)}
+    current = {
+        view.name
+        for view in views
+        if not everything
+        and view.name in before
+        and recorded.get(view.name) == (view.checksum, _defined_hash(before[view.name]))
+    }
     new = [name for name in names if name not in before and name not in restore]
     done: set[str] = set()
     budget = len(views) ** 2 + 1  # a file conflicts at most once; a conflict re-queues the views reading it
@@ -305,15 +327,27 @@ def apply(conn: Connection, views: list[View], restore: dict[str, list[str]]) ->
             raise ViewError(f"sql/views/: views kept dropping each other: {left}")
         budget -= 1
         view = next(view for view in views if view.name not in done)
-        dropped = _apply_one(conn, view, names, restore)
-        done -= set(dropped)
-        for statement in restore.pop(view.name, []):
-            conn.execute(text(statement))
-        conn.execute(RECORD_VIEW, {"name": view.name, "checksum": view.checksum})
+        if view.name not in current:
+            dropped = _apply_one(conn, view, names, restore)
+            done -= set(dropped)
+            current -= set(dropped)  # gone now: created again from their files
+            for statement in restore.pop(view.name, []):
+                conn.execute(text(statement))
         done.add(view.name)
     after = states(conn, names)
+    for view in views:
+        state_hash = _defined_hash(after[view.name])
+        conn.execute(RECORD_VIEW, {"name": view.name, "checksum": view.checksum, "state_hash": state_hash})
     changed = [name for name in names if before.get(name) != after.get(name)]
     return changed, new
+
+
+def _defined_hash(state: object) -> str:
+    """Hash of what a view file defines: definition, options, comments, columns (not owner or privileges)."""
+    assert isinstance(state, dict)
+    defined = {key: state[key] for key in ("definition", "options", "comment")}
+    defined["columns"] = [column[:3] for column in state["columns"]]
+    return hashlib.sha256(json.dumps(defined, sort_keys=True).encode()).hexdigest()
 
 
 def _apply_one(conn: Connection, view: View, names: list[str], restore: dict[str, list[str]]) -> list[str]:

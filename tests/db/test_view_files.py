@@ -4,6 +4,7 @@ same views, re-applying changes nothing, and a re-created view keeps its owner, 
 from __future__ import annotations
 
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -173,6 +174,41 @@ def test_upgrading_again_changes_nothing(upgraded: Engine) -> None:
     assert snapshot(upgraded) == before
     assert view_oids(upgraded) == oids  # replaced in place, never dropped
     assert {s.state for s in migrations.status(upgraded)} == {"applied"}
+
+
+def test_an_upgrade_with_nothing_to_change_waits_for_no_query_on_a_view(upgraded: Engine) -> None:
+    """A long analyst query holds its view; an upgrade that changes nothing must not queue behind it (and make
+    every later reader of the view wait behind the upgrade)."""
+    with upgraded.connect() as reader:
+        reader.execute(text("select count(*) from memories"))  # the transaction stays open: the lock is held
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def upgrade() -> None:
+            try:
+                migrations.upgrade_all(upgraded)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+            done.set()
+
+        worker = threading.Thread(target=upgrade, daemon=True)
+        worker.start()
+        finished = done.wait(60)
+        reader.rollback()  # lets a blocked upgrade go on
+    worker.join(60)
+    assert finished and errors == [], "the upgrade waited for a query on an unchanged view"
+
+
+def test_a_view_changed_by_hand_is_put_back_by_the_next_upgrade(upgraded: Engine) -> None:
+    with upgraded.begin() as conn:
+        conn.execute(text("comment on column memories.key is 'edited by hand'"))
+        conn.execute(text("alter view current_insights set (security_barrier = true)"))
+    changed = migrations.upgrade_all(upgraded).views
+
+    assert changed == ["current_insights", "memories"]
+    state = snapshot(upgraded)
+    assert "key text | snake_case attribute name" in " ".join(state["memories"]["columns"])
+    assert state["current_insights"]["options"] == ["security_invoker=true"]
 
 
 @pytest.mark.parametrize("view", [view.name for view in views.discover(migrations.SQL_DIR)])
