@@ -1,5 +1,5 @@
 """Schema migrations: the numbered .sql files in sql/, applied in order, each in its own transaction, then the
-view files of sql/views/ (strataflow.db.views), re-applied on every upgrade.
+view files of sql/views/ (strataflow.db.views), checked on every upgrade and applied where a view differs.
 
 Each applied numbered file is recorded in schema_migrations with its checksum; an applied file that was edited
 is refused (add a new numbered file instead). A view's definition lives in its one file and is edited there.
@@ -103,8 +103,9 @@ def upgrade(engine: Engine, sql_dir: Path = SQL_DIR) -> list[str]:
 
 
 def upgrade_all(engine: Engine, sql_dir: Path = SQL_DIR) -> UpgradeResult:
-    """Apply pending numbered migrations in order, then create or replace every view of sql/views/ (one
-    transaction, dependency order), then re-apply grants when anything new appeared."""
+    """Apply pending numbered migrations in order and re-apply grants and row-level security after them, then
+    the views of sql/views/ (one transaction, dependency order; strataflow.db.views says which it applies),
+    with grants for any view that is new."""
     view_files = _discover_views(sql_dir)  # a bad view file stops the upgrade before anything changes
     view_names = [view.name for view in view_files]
     restore: dict[str, list[str]] = {}  # owner and grants of views dropped for a migration, until re-created
@@ -119,14 +120,17 @@ def upgrade_all(engine: Engine, sql_dir: Path = SQL_DIR) -> UpgradeResult:
                 continue
             _apply(conn, migration, view_names, restore)
             applied_now.append(migration.name)
+    if applied_now:
+        with engine.begin() as conn:
+            _secure_new_relations(conn)
     with engine.begin() as conn:
         conn.execute(text("select pg_advisory_xact_lock(:id)"), {"id": MIGRATIONS_LOCK_ID})
         try:
             changed, created = views.apply(conn, view_files, restore, everything=bool(applied_now))
         except views.ViewError as exc:
             raise MigrationError(str(exc)) from None
-        if applied_now or created:
-            _secure_new_relations(conn)
+        if created:
+            _secure_new_relations(conn)  # same transaction: a new view never exists without its grants
     if applied_now:
         # Pooled connections opened before the vector type existed have no pgvector adapter (database.py
         # registers it on connect): drop them so every later connection gets it.
@@ -144,7 +148,7 @@ def _discover_views(sql_dir: Path) -> list[views.View]:
 def _secure_new_relations(conn: Connection) -> None:
     """Re-apply namespace row-level security and grants, covering tables and views added by later files or
     created by the view stage, then take back what agents must not have (sql/101: history writes, identity
-    columns), in that order; in the view stage's transaction, so a new view is never readable without them."""
+    columns), in that order."""
     for function in ("strataflow_apply_namespace_security()", "strataflow_restrict_agent_writes()"):
         if conn.execute(text("select to_regprocedure(:f)"), {"f": function}).scalar():
             conn.execute(text(f"select {function}"))
