@@ -153,6 +153,7 @@ def refresh_hot_memory(
                     subject_id=scope.subject_id,
                     cache_key=json.dumps([[r.message_id, r.content_hash] for r in rows]),
                     fresh=recompute is not None and recompute.force,
+                    event_at=max((r.event_at for r in rows), default=None),
                 )
             except BudgetExhausted as exc:
                 log.warning("%s", exc)

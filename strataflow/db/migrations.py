@@ -105,9 +105,14 @@ def upgrade(engine: Engine, sql_dir: Path = SQL_DIR) -> list[str]:
 
 def _secure_new_relations(engine: Engine) -> None:
     """Re-apply namespace row-level security and grants, covering tables and views added by later files, then
-    take back what agents must not have (sql/101: history writes, identity columns), in that order."""
+    take back what agents must not have (sql/101: history writes, identity columns), in that order; the dbt
+    role's read policy (sql/240) covers new tables too."""
     with engine.begin() as conn:
-        for function in ("strataflow_apply_namespace_security()", "strataflow_restrict_agent_writes()"):
+        for function in (
+            "strataflow_apply_namespace_security()",
+            "strataflow_restrict_agent_writes()",
+            "strataflow_apply_transform_security()",
+        ):
             if conn.execute(text("select to_regprocedure(:f)"), {"f": function}).scalar():
                 conn.execute(text(f"select {function}"))
 

@@ -6,6 +6,7 @@ the generated ones drift apart.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,7 @@ def configuration_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-PAGES = {"analyst-guide": analyst_guide, "configuration": configuration_table}
+PAGES: dict[str, Callable[[], str]] = {"analyst-guide": analyst_guide, "configuration": configuration_table}
 
 
 def write_page(name: str, docs_dir: Path = DOCS_DIR) -> Path:
