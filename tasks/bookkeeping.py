@@ -31,7 +31,7 @@ from models.params import BackfillPlan, DayPlan, RunCounts, RunSummary, Shard
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.ingest.readers import expand_paths
-from strataflow.ops import runs
+from strataflow.ops import alerts, runs
 
 LLM_LIMIT = "llm"
 DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
@@ -208,7 +208,9 @@ def summary_markdown(summary: RunSummary) -> str:
         f"- Assets: {counts.assets_ingested} documents ingested",
         f"- Expiry: {counts.rows_expired} L1 rows removed",
     ]
-    if summary.days or summary.weeks:
+    if summary.plan is not None:
+        lines.append(f"- Backfill (dry run, nothing sent or written): {summary.plan.range_summary()}")
+    elif summary.days or summary.weeks:
         lines.append(f"- Backfill: {summary.days} day(s), {summary.weeks} week(s)")
     if summary.errors:
         lines += ["", f"## {counts.units_failed} failed unit(s)", ""]
@@ -343,4 +345,5 @@ def finish_run(
         summary_markdown(summary), key=f"{flow}-summary", description=f"{flow} run summary"
     )
     create_table_artifact(counts_table(counts), key=f"{flow}-counts", description=f"{flow} run counts")
+    alerts.emit_run_events(summary)  # strataflow.run.completed[_with_errors]: automations chain on them
     return summary

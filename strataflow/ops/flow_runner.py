@@ -12,13 +12,21 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from models.params import AssetsParams, BackfillParams, NightlyParams, RunSummary, WeeklyParams
+from models.params import (
+    AssetsParams,
+    BackfillParams,
+    IncrementalParams,
+    NightlyParams,
+    RunSummary,
+    WeeklyParams,
+)
 from strataflow.commands.common import UserError
 from strataflow.config import Settings
 
 PARAMS: dict[str, type[BaseModel]] = {
     "nightly": NightlyParams,
     "weekly": WeeklyParams,
+    "incremental": IncrementalParams,
     "assets": AssetsParams,
     "backfill": BackfillParams,
 }

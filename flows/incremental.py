@@ -1,0 +1,53 @@
+"""The incremental flow: every few minutes, what the nightly does for freshness, without expiry.
+
+It ingests the inbox's new files (every file, whatever its date: one ingested unchanged before is skipped
+by its checksum), embeds, extracts L2 from the messages past the extraction watermarks, refreshes the hot
+memory of the scopes that changed and embeds the new items. It shares the nightly's watermarks and
+per-scope locks (the stages are the same tasks), so the two never do the same work twice: at 02:00 the
+nightly finds the day's messages already extracted and makes no LLM call for them; the nightly keeps
+expiry. prefect.yaml schedules it every 10 minutes (deployment `incremental`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from models.params import IncrementalParams, RunSummary
+from strataflow.config import load_settings
+from strataflow.ops.flow_runner import configured_task_runner
+from tasks.bookkeeping import begin_run, fan_out, finish_run, llm_slot, log_paths, mark_run_failed
+from tasks.embed import embed_pending_task
+from tasks.extract import extract_new_task, refresh_hot_memory_task
+from tasks.ingest import ingest_logs_task
+
+
+@flow(
+    name="incremental",
+    task_runner=configured_task_runner(),
+    on_failure=[mark_run_failed],
+    on_crashed=[mark_run_failed],
+)
+def incremental(params: IncrementalParams = IncrementalParams()) -> RunSummary:  # noqa: B008
+    """Ingest new inbox files, embed them, extract L2 from new messages, refresh hot memory, embed items."""
+    settings = load_settings()
+    run_id = begin_run(settings, "incremental", params.model_dump(mode="json"), params.namespace)
+    paths = log_paths(settings, params.paths)  # the whole inbox: unchanged files are skipped by checksum
+    ingested = ingest_logs_task(settings, paths, namespace=params.namespace, run_id=run_id)
+    embedded = embed_pending_task(settings, namespace=params.namespace)
+    with llm_slot(settings):
+        extracted = fan_out(
+            extract_new_task, settings, "extract-new", run_id=run_id, namespace=params.namespace
+        )
+        hot = fan_out(
+            refresh_hot_memory_task, settings, "refresh-hot-memory", run_id=run_id, namespace=params.namespace
+        )
+    embedded_memory = embed_pending_task(settings, namespace=params.namespace)  # the new L2 items
+    stages: dict[str, list[Any]] = {
+        "ingest": [ingested],
+        "embed": [embedded, embedded_memory],
+        "extract": extracted,
+        "hot_memory": hot,
+    }
+    return finish_run(settings, "incremental", run_id, stages)
