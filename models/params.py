@@ -107,6 +107,12 @@ class AssetsParams(_Params):
     namespace: Namespace = Field("default", description="Namespace of the assets.")
 
 
+class AnalyticsParams(_Params):
+    """Parameters of the analytics flow: dbt build of analytics/ into schema analytics."""
+
+    full_refresh: bool = Field(False, description="Rebuild every model from scratch (dbt --full-refresh).")
+
+
 class Shard(BaseModel):
     """One of `count` disjoint parts of the scopes, by a stable hash of (namespace, subject): the unit a stage
     fans out over Dask workers (one task per shard). Shard 0 of 1 is every scope."""

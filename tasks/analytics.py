@@ -12,12 +12,12 @@ from strataflow.ops import analytics
 
 
 @task(name="dbt-build", cache_policy=NO_CACHE)
-def dbt_build_task(settings: Settings) -> dict[str, Any]:
+def dbt_build_task(settings: Settings, full_refresh: bool = False) -> dict[str, Any]:
     """`dbt build` into schema analytics; dbt's per-node results as the table artifact `analytics-build`. A
     failing node is an error of the run (completed_with_errors), not a crash of the flow."""
     from prefect.artifacts import create_table_artifact
 
-    run = analytics.build(settings)
+    run = analytics.build(settings, full_refresh)
     create_table_artifact(
         analytics.results_table(run), key="analytics-build", description=f"{run.command}: dbt's results"
     )

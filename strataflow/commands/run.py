@@ -31,6 +31,7 @@ EXAMPLES = {
     "nightly": "strataflow run nightly --path ./exports --namespace acme",
     "weekly": "strataflow run weekly",
     "incremental": "strataflow run incremental --namespace acme",
+    "analytics": "strataflow run analytics",
     "assets": "strataflow run assets --path ./docs --namespace acme",
     "backfill": "strataflow run backfill --start 2024-03-01 --end 2024-03-31 --path ./exports\n\n"
     "Recompute March's extraction with a new model, cost first: strataflow run backfill --start 2024-03-01"

@@ -7,10 +7,10 @@ deployments chain on them with a deployment trigger (docs/deployments.md has one
 after the weekly).
 
 `register_alerts(url)` saves a Webhook block and one automation, `strataflow-alerts`, that POSTs a JSON
-body to the webhook when a strataflow flow run (nightly, weekly, assets, backfill, incremental) ends Failed
-or Crashed, or emits completed_with_errors. `strataflow serve` calls it when STRATAFLOW_ALERT_WEBHOOK is
-set; `strataflow notify setup --webhook URL` on any Prefect server (PREFECT_API_URL). Rerunning replaces
-the block's URL and the automation, never adds a second one.
+body to the webhook when a run of a strataflow flow (FLOW_NAMES) ends Failed or Crashed, or emits
+completed_with_errors. `strataflow serve` calls it when STRATAFLOW_ALERT_WEBHOOK is set; `strataflow
+notify setup --webhook URL` on any Prefect server (PREFECT_API_URL). Rerunning replaces the block's URL and
+the automation, never adds a second one.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 AUTOMATION_NAME = "strataflow-alerts"
 WEBHOOK_BLOCK = "strataflow-alert-webhook"
-FLOW_NAMES = ["nightly", "weekly", "assets", "backfill", "incremental"]
+FLOW_NAMES = ["nightly", "weekly", "incremental", "assets", "backfill", "analytics"]
 EVENT_COMPLETED = "strataflow.run.completed"
 EVENT_WITH_ERRORS = "strataflow.run.completed_with_errors"
 ALERT_EVENTS = {"prefect.flow-run.Failed", "prefect.flow-run.Crashed", EVENT_WITH_ERRORS}

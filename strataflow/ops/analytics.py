@@ -155,9 +155,9 @@ def _error_lines(output: str) -> str:
     return " | ".join((wanted or lines)[-6:])[-1500:]
 
 
-def build(settings: Settings) -> AnalyticsRun:
+def build(settings: Settings, full_refresh: bool = False) -> AnalyticsRun:
     """`dbt build`: seeds, staging views, the four marts in schema analytics, and the data tests."""
-    return run_dbt(settings, ["build"])
+    return run_dbt(settings, ["build", "--full-refresh"] if full_refresh else ["build"])
 
 
 def docs(settings: Settings) -> AnalyticsRun:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from models.params import (
+    AnalyticsParams,
     AssetsParams,
     BackfillParams,
     IncrementalParams,
@@ -29,6 +30,7 @@ PARAMS: dict[str, type[BaseModel]] = {
     "incremental": IncrementalParams,
     "assets": AssetsParams,
     "backfill": BackfillParams,
+    "analytics": AnalyticsParams,
 }
 FLOWS = tuple(PARAMS)
 STAGE_OWNERS = {
