@@ -43,7 +43,7 @@ def test_every_prefect_yaml_entrypoint_imports_a_flow_of_the_deployment_name() -
         assert flow.name == name  # the deployment is addressed as '<flow name>/<deployment name>'
         assert deployment["concurrency_limit"] == 1
     trigger = DeploymentEventTrigger(**deployments["analytics"]["triggers"][0])  # valid, chained to weekly
-    assert trigger.expect == {"strataflow.run.completed"} and trigger.match["strataflow.flow"] == "weekly"
+    assert trigger.expect == {"strataflow.run.completed"} and trigger.match["strataflow.flow"] == ["weekly"]
     incremental = deployments.pop("incremental")
     assert [s["interval"] for s in incremental["schedules"]] == [600]  # at most 15 minutes
     crons = {name: [s["cron"] for s in d["schedules"]] for name, d in deployments.items()}

@@ -87,49 +87,60 @@ def _wait_for(received: list[dict[str, Any]], wanted: Any, timeout_s: float = 90
     raise AssertionError(f"no matching webhook POST within {timeout_s:.0f} s; received: {received}")
 
 
+# Three flow runs against the server, in a process of their own as `strataflow run` would be (in this process
+# the session's test harness owns Prefect's event worker): a strataflow-named flow that fails, one that
+# closes with errors, and another project's flow that fails. Prints the three final states' flow run ids.
+RUNS = """
+import json
+from prefect import flow
+from prefect.runtime import flow_run
+from models.params import RunCounts, RunSummary
+from strataflow.ops import alerts
+
+@flow(name="weekly")
+def failing_weekly():
+    raise RuntimeError("the model is unreachable")
+
+@flow(name="nightly")
+def nightly_with_errors():
+    summary = RunSummary(flow="nightly", run_id="r-1", prefect_flow_run_id=str(flow_run.id),
+                         status="completed_with_errors", counts=RunCounts(units_failed=1, llm_calls=3),
+                         errors=["extract of scope sha256:abc failed"])
+    return alerts.emit_run_events(summary)
+
+@flow(name="someone-elses-flow")
+def unrelated():
+    raise RuntimeError("not ours")
+
+states = [f(return_state=True) for f in (failing_weekly, nightly_with_errors, unrelated)]
+print(json.dumps({"ids": [str(s.state_details.flow_run_id) for s in states],
+                  "types": [s.type.value for s in states], "emitted": states[1].result()}))
+"""
+
+
 def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automation(
-    prefect_harness: None, prefect_server: str, webhook: tuple[str, list[dict[str, Any]]]
+    prefect_server: str, webhook: tuple[str, list[dict[str, Any]]]
 ) -> None:
-    from prefect import flow
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     url, received = webhook
-
-    @flow(name="weekly")
-    def failing_weekly() -> None:
-        raise RuntimeError("the model is unreachable")
-
-    @flow(name="nightly")
-    def nightly_with_errors() -> list[str]:
-        from prefect.runtime import flow_run
-
-        summary = RunSummary(
-            flow="nightly", run_id="r-1", prefect_flow_run_id=str(flow_run.id),
-            status="completed_with_errors", counts=RunCounts(units_failed=1, llm_calls=3),
-            errors=["extract of scope sha256:abc failed"],
-        )  # fmt: skip
-        return alerts.emit_run_events(summary)
-
-    @flow(name="someone-elses-flow")
-    def unrelated() -> None:
-        raise RuntimeError("not ours")
-
     with temporary_settings({PREFECT_API_URL: prefect_server}):
         alerts.register_alerts(url)
         alerts.register_alerts(url)  # again: replaced, not added
         with get_client(sync_client=True) as client:
             assert len(client.read_automations_by_name(alerts.AUTOMATION_NAME)) == 1
-        failed = failing_weekly(return_state=True)
-        emitted = nightly_with_errors(return_state=True)
-        unrelated(return_state=True)
+    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    done = subprocess.run(
+        [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert runs["types"] == ["FAILED", "COMPLETED", "FAILED"]
+    assert runs["emitted"] == [alerts.EVENT_COMPLETED, alerts.EVENT_WITH_ERRORS]
+    failed_id, errors_id, _ = runs["ids"]
 
-    assert failed.is_failed() and emitted.is_completed()
-    assert emitted.result() == [alerts.EVENT_COMPLETED, alerts.EVENT_WITH_ERRORS]
-    failed_id = str(failed.state_details.flow_run_id)
     hit = _wait_for(received, lambda body: body["flow_run_id"] == failed_id)
     assert hit["event"] == "prefect.flow-run.Failed" and "unreachable" in hit["state_message"]
-    errors_id = str(emitted.state_details.flow_run_id)
     hit = _wait_for(received, lambda body: body["event"] == alerts.EVENT_WITH_ERRORS)
     assert hit["flow_run_id"] == errors_id
     assert hit["payload"]["failed_scopes"] == ["extract of scope sha256:abc failed"]

@@ -48,7 +48,7 @@ def test_serve_on_another_port_gives_a_ui_that_lists_the_deployments(tmp_path: P
         assert "incremental" in deployments
         dom = subprocess.run(
             [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chrome'}",
-             "--virtual-time-budget=30000", "--dump-dom", f"http://127.0.0.1:{port}/deployments"],
+             "--virtual-time-budget=10000", "--dump-dom", f"http://127.0.0.1:{port}/deployments"],
             capture_output=True, text=True, timeout=180, check=True,
         ).stdout  # fmt: skip
         assert "Oops" not in dom and "Something went wrong" not in dom, dom[-2000:]
