@@ -64,9 +64,10 @@ def ensure_limit(name: str, per_minute: int) -> None:
         _known[name] = per_minute
 
 
-def wait_for_slot(settings: Settings, model: str) -> None:
+def wait_for_slot(settings: Settings, model: str, timeout_s: float | None = None) -> None:
     """Before a request to model: take one slot of its requests-per-minute limit (waits while a minute's
-    slots are spent). Nothing when the model has no limit set or outside a Prefect run."""
+    slots are spent; TimeoutError after timeout_s). Nothing when the model has no limit set or outside a
+    Prefect run."""
     per_minute = settings.llm_requests_per_minute.get(model)
     if not per_minute or not in_prefect_run():
         return
@@ -74,4 +75,4 @@ def wait_for_slot(settings: Settings, model: str) -> None:
 
     name = limit_name(model)
     ensure_limit(name, per_minute)
-    rate_limit(name, occupy=1, strict=True)
+    rate_limit(name, occupy=1, timeout_seconds=timeout_s, strict=True)
