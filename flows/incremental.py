@@ -10,17 +10,38 @@ expiry. prefect.yaml schedules it every 10 minutes (deployment `incremental`).
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from prefect import flow
 
 from models.params import IncrementalParams, RunSummary
-from strataflow.config import load_settings
+from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
 from tasks.bookkeeping import begin_run, fan_out, finish_run, llm_slot, log_paths, mark_run_failed
 from tasks.embed import embed_pending_task
 from tasks.extract import extract_new_task, refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
+
+
+def fresh_stages(
+    settings: Settings, paths: list[str], namespace: str | None, run_id: uuid.UUID
+) -> dict[str, list[Any]]:
+    """Ingest paths, embed, extract L2 from new messages, refresh hot memory, embed the new items: the stages
+    the incremental and the nightly share (the nightly adds expiry)."""
+    ingested = ingest_logs_task(settings, paths, namespace=namespace, run_id=run_id)
+    embedded = embed_pending_task(settings, namespace=namespace)
+    with llm_slot(settings):
+        scope = {"run_id": run_id, "namespace": namespace}
+        extracted = fan_out(extract_new_task, settings, "extract-new", **scope)
+        hot = fan_out(refresh_hot_memory_task, settings, "refresh-hot-memory", **scope)
+    embedded_memory = embed_pending_task(settings, namespace=namespace)  # the new L2 items
+    return {
+        "ingest": [ingested],
+        "embed": [embedded, embedded_memory],
+        "extract": extracted,
+        "hot_memory": hot,
+    }
 
 
 @flow(
@@ -34,20 +55,5 @@ def incremental(params: IncrementalParams = IncrementalParams()) -> RunSummary: 
     settings = load_settings()
     run_id = begin_run(settings, "incremental", params.model_dump(mode="json"), params.namespace)
     paths = log_paths(settings, params.paths)  # the whole inbox: unchanged files are skipped by checksum
-    ingested = ingest_logs_task(settings, paths, namespace=params.namespace, run_id=run_id)
-    embedded = embed_pending_task(settings, namespace=params.namespace)
-    with llm_slot(settings):
-        extracted = fan_out(
-            extract_new_task, settings, "extract-new", run_id=run_id, namespace=params.namespace
-        )
-        hot = fan_out(
-            refresh_hot_memory_task, settings, "refresh-hot-memory", run_id=run_id, namespace=params.namespace
-        )
-    embedded_memory = embed_pending_task(settings, namespace=params.namespace)  # the new L2 items
-    stages: dict[str, list[Any]] = {
-        "ingest": [ingested],
-        "embed": [embedded, embedded_memory],
-        "extract": extracted,
-        "hot_memory": hot,
-    }
+    stages = fresh_stages(settings, paths, params.namespace, run_id)
     return finish_run(settings, "incremental", run_id, stages)
