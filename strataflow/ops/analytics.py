@@ -83,8 +83,8 @@ def dbt_environment(settings: Settings, password: str) -> dict[str, str]:
     return env
 
 
-def _results(target: Path) -> list[DbtNodeResult]:
-    path = target / "run_results.json"
+def _results(path: Path) -> list[DbtNodeResult]:
+    """The nodes of dbt's results file (run_results.json; sources.json for source freshness)."""
     if not path.exists():
         return []
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
@@ -114,7 +114,8 @@ def run_dbt(settings: Settings, args: list[str], project_dir: Path = ANALYTICS_D
     work = work_dir(settings)
     target, logs = work / "target", work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    (target / "run_results.json").unlink(missing_ok=True)
+    results_file = target / ("sources.json" if args[:2] == ["source", "freshness"] else "run_results.json")
+    results_file.unlink(missing_ok=True)
     env = {**os.environ, **dbt_environment(settings, ensure_builder(settings))}
     command = [
         sys.executable,
@@ -144,7 +145,7 @@ def run_dbt(settings: Settings, args: list[str], project_dir: Path = ANALYTICS_D
         success=done.returncode == 0,
         target_dir=str(target),
         log_path=str(logs / f"{args[0]}.out"),
-        results=_results(target),
+        results=_results(results_file),
         error=error,
     )
 
