@@ -30,6 +30,8 @@ COMMAND_MODULES = (
     "api",
     "docs",
     "protocols",
+    "analytics",
+    "notify",
 )
 
 

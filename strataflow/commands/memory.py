@@ -285,11 +285,14 @@ def context(
 def report(
     out: Path = REPORT_OUT,
     namespace: str = typer.Option(None, "--namespace", "-n", help="Only this namespace (default: all)."),
-    days: int = typer.Option(60, "--days", min=1, max=3650, help="Days of history in the plots."),
+    days: int = typer.Option(
+        None, "--days", min=1, max=36500, help="Only the last N days of event time (default: all)."
+    ),
 ) -> None:
-    """Write one static HTML page (offline, no scripts from the web) with plots and the key tables.
+    """Write one static HTML page (offline, no scripts from the web) with plots on event weeks and the key
+    tables; --namespace limits every plot and table to one namespace.
 
-    Example: strataflow report --out report.html
+    Example: strataflow report --out report.html --namespace acme
     """
     from strataflow.db.engine import engine_for
     from strataflow.ops.report import write_report

@@ -148,8 +148,12 @@ def _discover_views(sql_dir: Path) -> list[views.View]:
 def _secure_new_relations(conn: Connection) -> None:
     """Re-apply namespace row-level security and grants, covering tables and views added by later files or
     created by the view stage, then take back what agents must not have (sql/101: history writes, identity
-    columns), in that order."""
-    for function in ("strataflow_apply_namespace_security()", "strataflow_restrict_agent_writes()"):
+    columns), in that order; the dbt role's read policy (sql/240) covers new tables too."""
+    for function in (
+        "strataflow_apply_namespace_security()",
+        "strataflow_restrict_agent_writes()",
+        "strataflow_apply_transform_security()",
+    ):
         if conn.execute(text("select to_regprocedure(:f)"), {"f": function}).scalar():
             conn.execute(text(f"select {function}"))
 

@@ -196,6 +196,7 @@ def _extract_scope(
                 subject_id=scope.subject_id,
                 cache_key=batch_cache_key(batch),
                 fresh=recompute is not None and recompute.force,
+                event_at=max(m.event_at for m in batch),
             )
             last = index == len(work.batches) - 1
             position = max(m.ingest_seq for m in (work.messages if last else batch))
