@@ -381,18 +381,18 @@ def test_a_view_outside_sql_views_that_reads_one_stops_the_drop_with_its_name(
 ) -> None:
     _, engine, sql_dir = editable
     with engine.begin() as conn:
-        conn.execute(text("create schema analytics"))
-        conn.execute(text("create view analytics.stg_memories as select * from public.memories"))
+        conn.execute(text("create schema dbt_elsewhere"))
+        conn.execute(text("create view dbt_elsewhere.stg_memories as select * from public.memories"))
     (sql_dir / "990_widen_item_importance.sql").write_text(
         "alter table memory_items alter column importance type bigint;\n"
     )
 
-    with pytest.raises(migrations.MigrationError, match=r"analytics\.stg_memories"):
+    with pytest.raises(migrations.MigrationError, match=r"dbt_elsewhere\.stg_memories"):
         migrations.upgrade(engine, sql_dir)
 
     assert view_oids(engine).keys() >= {"memories", "memory_counts"}  # rolled back: nothing dropped
     with engine.begin() as conn:
-        conn.execute(text("drop schema analytics cascade"))
+        conn.execute(text("drop schema dbt_elsewhere cascade"))
     assert migrations.upgrade(engine, sql_dir) == ["990_widen_item_importance.sql"]
 
 
