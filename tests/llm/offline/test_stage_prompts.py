@@ -78,10 +78,8 @@ def test_the_save_info_exchange_keeps_vague_values_vague_and_cites_only_the_user
     }
     assert "35" not in json.dumps(values(items)), "a range is never replaced by its midpoint"
     assert {item.key for item in items if item.approximate} == {"annual_income"}  # 大概
-    assert {item.kind.value for item in items} == {"fact"} and {item.importance for item in items} <= {
-        70,
-        None,
-    }
+    assert {item.kind.value for item in items} == {"fact"}
+    assert {item.importance for item in items} <= {70, None}  # seed 000's FACT importance
     assert all(item.source_message_ids == [1] for item in items), "never the assistant's turn (id 2)"
 
 
@@ -89,6 +87,7 @@ def test_the_save_info_exchange_keeps_vague_values_vague_and_cites_only_the_user
     ("text", "expected"),
     [
         ("我在上海做产品经理，今年三十多岁。", {"age": "30+", "job_title": "产品经理", "location": "上海"}),
+        ("我今年三十多岁，在上海做产品经理。", {"age": "30+", "job_title": "产品经理", "location": "上海"}),
         ("我今年二十几岁，在深圳工作。", {"age": "20-29", "location": "深圳"}),  # the save-info command's
         (
             "我30多岁，在深圳做产品经理",
@@ -97,7 +96,8 @@ def test_the_save_info_exchange_keeps_vague_values_vague_and_cites_only_the_user
     ],
 )
 def test_seed_000_phrasings_of_the_save_info_tests(litellm: Any, text: str, expected: dict[str, Any]) -> None:
-    """tests/memory/test_save_info.py (existing_info, the CLI) and test_seed_example.py (client b)."""
+    """tests/memory/test_save_info.py (existing_info, the CLI), service/test_http.py (POST /v1/save_info) and
+    test_seed_example.py (client b)."""
     assert values(extract(litellm, text)) == expected
 
 
