@@ -16,7 +16,7 @@ from strataflow.demo.sample import write_sample
 from strataflow.pipeline.ingest import ingest_logs
 
 TZ = ZoneInfo("Asia/Shanghai")
-AGE_RANGE = re.compile(r"(?P<d>[1-9])0(?:\+|-(?P=d)9)")  # an open bound (30+) or a decade (30-39)
+AGE_RANGE = re.compile(r"(?P<d>[1-9])0(?:\+|-(?P=d)9)")  # an open bound (40+) or a decade (40-49)
 
 
 def _files(directory: Path) -> dict[str, bytes]:
