@@ -42,6 +42,7 @@ pytest_plugins = [
     "tests.fixtures.l1_rows",
     "tests.fixtures.locomo_format",
     "tests.fixtures.records",
+    "tests.fixtures.scripted_model",
     "tests.fixtures.service",
 ]
 
