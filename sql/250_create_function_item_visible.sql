@@ -14,6 +14,7 @@ language sql immutable parallel safe as $$
 $$;
 
 comment on function strataflow_item_visible(text, boolean, text) is
-'Whether an L2 memory item (its agent_id, is_shared) is visible to the viewer agent: no agent, shared, or the '
-'viewer''s own; a null viewer sees no agent''s private items. The one agent-visibility rule: every reader '
-'of memory_items for an agent or a user filters with it.';
+'Whether an L2 memory item (its agent_id, is_shared) is visible to the viewer agent: it has no agent, it is
+shared, or it is the viewer''s own; a null viewer (a request without an agent) sees no agent''s private items.
+The one agent-visibility rule: every reader of memory_items for an agent or a user filters with it, e.g.
+where strataflow_item_visible(agent_id, is_shared, ''agent_a'').';
