@@ -66,7 +66,7 @@ def search_memories(
         return []
     found = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
-        k=limit * 4 if kind else limit + 1, agent_id=agent_id,
+        k=limit * 4 if kind else limit + 1, agent_id=agent_id, metadata=False,
     )  # fmt: skip
     scores = {hit.id: hit.score for hit in found}
     params = {
@@ -94,7 +94,7 @@ def subject_memories(
     and how many there are. An item's score is the ranking's, 0 when the query reaches it by no measure."""
     found = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=("items",), k=limit,
-        query_embedding=query_embedding, agent_id=agent_id,
+        query_embedding=query_embedding, agent_id=agent_id, metadata=False,
     ) if query.strip() else []  # fmt: skip
     scores = {hit.id: hit.score for hit in found}
     params = {

@@ -99,6 +99,7 @@ def search(
     agent_id: str | None = None,
     lineage: bool = True,
     now: datetime | None = None,
+    metadata: bool = True,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
@@ -109,7 +110,9 @@ def search(
     viewer of the one agent-visibility rule for items (strataflow.memory.api: items without an agent, shared
     ones and the agent's own; without an agent, no agent's private items; other layers are unaffected);
     `lineage` (default on) lets matching items and reports lift the turns they came from when messages are
-    searched; `now` anchors relative times in the query ("last week"), default the clock.
+    searched; `now` anchors relative times in the query ("last week"), default the clock; `metadata=False`
+    leaves the rows' provenance out of the hits (their ids and scores stay) for a caller that reads the rows
+    itself, which saves a round trip.
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
@@ -128,8 +131,9 @@ def search(
     wanted = tuple(dict.fromkeys(layers))
     with collector_paused():  # the search's rows die with _ranked_hits' frame, before the collector resumes
         return _ranked_hits(
-            conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now
-        )
+            conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now,
+            metadata,
+        )  # fmt: skip
 
 
 def _ranked_hits(
@@ -144,6 +148,7 @@ def _ranked_hits(
     query_embedding: np.ndarray | Future[np.ndarray] | None,
     lineage: bool,
     now: datetime | None,
+    metadata: bool,
 ) -> list[Hit]:
     """The search itself (see `search`)."""
     # The query's embedding is computed while the scope's rows are read (both wait on something else).
@@ -173,11 +178,13 @@ def _ranked_hits(
         for layer in read
         if layer != "messages"
     }
-    _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
+    if metadata or extra:  # lineage reads the items' and reports' metadata
+        _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
     if "messages" in wanted:
         lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
         ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, reading, k, lift)
-        _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
+        if metadata:
+            _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
     hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer])]
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
     return hits[:k]
