@@ -2,7 +2,8 @@
 
 400 a body that is not JSON, or no X-Namespace for a key with several namespaces; 401 no, unknown, revoked or
 expired key; 403 a key whose role may not do this (an analyst writing, a namespace not granted, another
-agent's entry); 404 nothing with that id in the key's namespace; 409 a name already taken; 413 a body over
+agent's entry); 404 nothing with that id in the key's namespace (or visible to the request's agent); 409 a
+name already taken (the message names the entry to PATCH instead); 413 a body over
 STRATAFLOW_API_MAX_BODY_BYTES; 422 a field the library refuses, named in `field`; 429 the key's rate limit,
 with Retry-After; 503 the database unreachable.
 """
