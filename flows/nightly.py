@@ -6,21 +6,15 @@ inbox and is stamped on the run's record and summary.
 
 from __future__ import annotations
 
-from typing import Any
-
 from prefect import flow
 
+from flows.incremental import fresh_stages
 from models.params import NightlyParams, RunSummary
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
 from strataflow.pipeline.plans import log_paths
 from tasks.bookkeeping import begin_run, finish_run, logical_date, mark_run_failed
-from tasks.concurrency import fan_out, llm_slot
-from tasks.embed import embed_pending_task
 from tasks.expire import expire_l1_task
-from tasks.extract import extract_new_task
-from tasks.hot_memory import refresh_hot_memory_task
-from tasks.ingest import ingest_logs_task
 
 
 @flow(
@@ -36,22 +30,7 @@ def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B00
     recorded = {**params.model_dump(mode="json"), "run_date": run_date.isoformat()}
     run_id = begin_run(settings, "nightly", recorded, params.namespace)
     paths = log_paths(settings, params.paths, run_date)
-    ingested = ingest_logs_task(settings, paths, namespace=params.namespace, run_id=run_id)
-    embedded = embed_pending_task(settings, namespace=params.namespace)
-    with llm_slot(settings):
-        extracted = fan_out(
-            extract_new_task, settings, "extract-new", run_id=run_id, namespace=params.namespace
-        )
-        hot = fan_out(
-            refresh_hot_memory_task, settings, "refresh-hot-memory", run_id=run_id, namespace=params.namespace
-        )
-    embedded_memory = embed_pending_task(settings, namespace=params.namespace)  # the new L2 items
+    stages = fresh_stages(settings, paths, params.namespace, run_id)  # what the incremental runs too
     expired = expire_l1_task(settings, dry_run=params.dry_run, run_id=run_id, namespace=params.namespace)
-    stages: dict[str, list[Any]] = {
-        "ingest": [ingested],
-        "embed": [embedded, embedded_memory],
-        "extract": extracted,
-        "hot_memory": hot,
-        "expire": [expired],
-    }
+    stages["expire"] = [expired]
     return finish_run(settings, "nightly", run_id, stages, run_date=run_date)

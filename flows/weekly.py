@@ -1,5 +1,8 @@
 """The weekly flow: roll up complete ISO weeks into L3, reflect insights, embed the new reports.
 
+With STRATAFLOW_ANALYTICS_AFTER_WEEKLY=true it then runs `dbt build` of analytics/ (the marts in schema
+analytics), with dbt's results as the table artifact `analytics-build`.
+
 Rollup and reflection fan out: one task run per shard of the scopes (one per Dask worker with
 STRATAFLOW_TASK_RUNNER=dask, else one), each scope-week done once whoever does it.
 """
@@ -11,6 +14,7 @@ from prefect import flow
 from models.params import RunSummary, WeeklyParams
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
+from tasks.analytics import dbt_build_task
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
@@ -42,4 +46,6 @@ def weekly(params: WeeklyParams = WeeklyParams()) -> RunSummary:  # noqa: B008
         )
     embedded = embed_pending_task(settings, namespace=params.namespace)
     stages = {"rollup": rolled, "reflect": reflected, "embed": [embedded]}
+    if settings.analytics_after_weekly:
+        stages["analytics"] = [dbt_build_task(settings)]
     return finish_run(settings, "weekly", run_id, stages)

@@ -63,6 +63,20 @@ class NightlyParams(_Params):
     dry_run: bool = Field(False, description="Expire only reports what it would remove.")
 
 
+class IncrementalParams(_Params):
+    """Parameters of the incremental flow: ingest new inbox files, embed, extract, refresh hot memory."""
+
+    paths: Paths = Field(
+        default_factory=list,
+        description="Log files or directories to ingest. Empty: every file of the inbox"
+        " (STRATAFLOW_INBOX_DIR, default STRATAFLOW_HOME/inbox); an unchanged file is skipped.",
+    )
+    namespace: Namespace | None = Field(
+        None,
+        description="Namespace for records that name none (wins over theirs). Empty: records must carry one.",
+    )
+
+
 class WeeklyParams(_Params):
     """Parameters of the weekly flow: roll up complete ISO weeks, reflect insights, embed the reports."""
 
@@ -91,6 +105,12 @@ class AssetsParams(_Params):
         description="Asset files or directories. Empty: STRATAFLOW_HOME/assets.",
     )
     namespace: Namespace = Field("default", description="Namespace of the assets.")
+
+
+class AnalyticsParams(_Params):
+    """Parameters of the analytics flow: dbt build of analytics/ into schema analytics."""
+
+    full_refresh: bool = Field(False, description="Rebuild every model from scratch (dbt --full-refresh).")
 
 
 class Shard(BaseModel):
@@ -195,13 +215,16 @@ class StagePlan(BaseModel):
     prompt_version: str
     scopes: int = 0
     units: int = Field(0, description="scopes (extract, hot memory, reflect) or scope-weeks (rollup)")
-    llm_calls: int = Field(0, description="requests, one per batch")
+    llm_calls: int = Field(0, description="requests the run would send, one per batch")
     already_current: int = Field(
         0,
-        description="of llm_calls: batches the configured model and prompt version already answered;"
-        " a reprocess skips them, force sends them again",
+        description="batches the configured model and prompt version already answered: a reprocess skips"
+        " them (not in llm_calls and the token totals), force sends them again (in llm_calls)",
     )
-    prompt_tokens: int = 0
+    already_current_prompt_tokens: int = Field(
+        0, description="prompt tokens of the skipped, already current batches (not sent)"
+    )
+    prompt_tokens: int = Field(0, description="prompt tokens of the requests the run would send")
     completion_tokens: int = Field(0, description="estimated from the stage's past calls")
     cost_usd: float | None = Field(None, description="None: the model is not in litellm's cost map")
 
@@ -216,12 +239,22 @@ class BackfillPlan(BaseModel):
     files_to_ingest: int = Field(0, description="log files the run would ingest (not in the estimate)")
     weeks: list[date] = Field(default_factory=list)
     stages: dict[str, StagePlan] = Field(default_factory=dict)
-    llm_calls_planned: int = 0
+    llm_calls_planned: int = Field(0, description="requests the run would send")
     llm_calls_already_current: int = 0
-    prompt_tokens_estimated: int = 0
+    prompt_tokens_already_current: int = Field(0, description="prompt tokens of skipped, current requests")
+    prompt_tokens_estimated: int = Field(0, description="prompt tokens of the requests the run would send")
     completion_tokens_estimated: int = 0
     cost_usd_estimated: float | None = None
     unpriced_models: list[str] = Field(default_factory=list)
+
+    @property
+    def days(self) -> int:
+        """Days in the range [start, end]."""
+        return (self.end - self.start).days + 1
+
+    def range_summary(self) -> str:
+        """The range's real size, e.g. "40 day(s) 2024-03-01..2024-04-09, 5 complete week(s)"."""
+        return f"{self.days} day(s) {self.start}..{self.end}, {len(self.weeks)} complete week(s)"
 
 
 class RunCounts(BaseModel):

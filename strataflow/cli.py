@@ -31,6 +31,8 @@ COMMAND_MODULES = (
     "api",
     "docs",
     "protocols",
+    "analytics",
+    "notify",
 )
 
 

@@ -85,6 +85,20 @@ class Settings(BaseSettings):
         description="Wait for the Prefect 'llm' limit (created on first use) instead of only warning.",
     )
 
+    llm_requests_per_minute: dict[str, int] = Field(
+        default_factory=dict,
+        description='Requests per minute per model, as JSON ({"openai/gpt-4o-mini": 500}): a Prefect '
+        "global concurrency limit llm-rpm-<model> with slot decay (rate_limit), beside the `llm` limit.",
+    )
+    alert_webhook: SecretStr | None = Field(
+        None,
+        description="Webhook URL the `strataflow-alerts` Prefect automation POSTs failed, crashed and "
+        "completed_with_errors runs to (`strataflow serve` registers it; or `strataflow notify setup`).",
+    )
+    analytics_after_weekly: bool = Field(
+        False, description="The weekly flow runs `dbt build` of analytics/ after the rollup."
+    )
+
     api_rate_per_s: float = Field(
         20.0, ge=0, description="Requests per second per API key (and per client address for requests "
         "without an accepted key), for the server as a whole whatever --workers; 0 turns the limit off.",

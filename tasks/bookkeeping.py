@@ -15,6 +15,7 @@ from prefect.runtime import flow_run
 from models.params import BackfillPlan, DayPlan, RunSummary
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
+from strataflow.ops import alerts
 from strataflow.pipeline import plans, runs
 from strataflow.pipeline.run_summary import close_run, counts_table, summary_markdown
 from tasks.concurrency import ensure_llm_limit
@@ -74,4 +75,5 @@ def finish_run(
     create_table_artifact(
         counts_table(summary.counts), key=f"{flow}-counts", description=f"{flow} run counts"
     )
+    alerts.emit_run_events(summary)  # strataflow.run.completed[_with_errors]: automations chain on them
     return summary

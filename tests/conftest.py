@@ -40,11 +40,11 @@ pytest_plugins = [
     "tests.fixtures.extracted",
     "tests.fixtures.ingested_rows",
     "tests.fixtures.l1_rows",
+    "tests.fixtures.locomo_format",
     "tests.fixtures.records",
+    "tests.fixtures.scripted_model",
     "tests.fixtures.service",
 ]
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(scope="session")
@@ -94,14 +94,6 @@ def prefect_harness(strataflow_home: Path) -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=None):
         yield
-
-
-@pytest.fixture(scope="session")
-def locomo_path() -> Path:
-    path = SHARED_DATA / "locomo" / "locomo_dev3.json"
-    if not path.exists():
-        pytest.fail(f"LoCoMo dev set not found at {path}: ../shared must sit beside the repository")
-    return path
 
 
 class ScriptedLLMServer:

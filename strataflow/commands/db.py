@@ -14,9 +14,10 @@ db_app = typer.Typer(help="Database: migrations, connection URL, embedded server
 
 @db_app.command("upgrade")
 def upgrade() -> None:
-    """Apply pending migrations from sql/ in order (each in its own transaction).
+    """Apply pending migrations from sql/ in order (each in its own transaction), then sql/views/.
 
-    Running it again does nothing. An applied file that was edited is refused.
+    Running it again changes nothing. An applied numbered file that was edited is refused; a view file is
+    meant to be edited, and the next upgrade re-creates the view from it (grants kept).
 
     Example: strataflow db upgrade
     """
@@ -26,15 +27,20 @@ def upgrade() -> None:
     settings = settings_or_exit()
     with cli_errors():
         check_connection(settings)
-        applied = migrations.upgrade(engine_for(settings))
+        result = migrations.upgrade_all(engine_for(settings))
+    applied = result.migrations
     typer.echo(
         f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ": up to date")
+    )
+    typer.echo(
+        f"views: {len(result.views)} changed"
+        + (": " + ", ".join(result.views) if result.views else ", up to date")
     )
 
 
 @db_app.command("status")
 def status() -> None:
-    """List applied and pending migrations.
+    """List applied and pending migrations, then the view files (pending: changed since the last upgrade).
 
     Example: strataflow db status
     """

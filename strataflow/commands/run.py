@@ -30,6 +30,8 @@ OPTION_NAMES = {"paths": ("--path",), "run_date": ("--run-date", "--date")}
 EXAMPLES = {
     "nightly": "strataflow run nightly --path ./exports --namespace acme",
     "weekly": "strataflow run weekly",
+    "incremental": "strataflow run incremental --namespace acme",
+    "analytics": "strataflow run analytics",
     "assets": "strataflow run assets --path ./docs --namespace acme",
     "backfill": "strataflow run backfill --start 2024-03-01 --end 2024-03-31 --path ./exports\n\n"
     "Recompute March's extraction with a new model, cost first: strataflow run backfill --start 2024-03-01"
@@ -51,7 +53,9 @@ def _run(name: str, values: dict[str, Any]) -> None:
 def _print_summary(summary: RunSummary) -> None:
     day = f" for {summary.run_date}" if summary.run_date else ""
     typer.echo(f"{summary.flow} run {summary.run_id}{day}: {summary.status}")
-    if summary.days or summary.weeks:
+    if summary.plan is not None:
+        typer.echo(f"  {'dry run':24} {summary.plan.range_summary()}: nothing sent or written")
+    elif summary.days or summary.weeks:
         typer.echo(f"  {'days, weeks':24} {summary.days}, {summary.weeks}")
     for key, value in summary.counts.model_dump().items():
         typer.echo(f"  {key:24} {value}")
@@ -112,24 +116,26 @@ for _name, _model in PARAMS.items():
 
 @run_app.callback()
 def run_group() -> None:
-    """Run a flow now (nightly, weekly, assets, backfill)."""
+    """Run a flow now (nightly, weekly, incremental, assets, backfill)."""
 
 
 def serve(
-    port: int = typer.Option(4200, "--port", help="Port of the Prefect server (127.0.0.1)."),
+    port: int = typer.Option(4200, "--port", help="Port of the Prefect server and its UI."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address the Prefect server listens on."),
     pool: str = typer.Option("strataflow-pool", "--pool", help="Process work pool of prefect.yaml."),
 ) -> None:
     """Start a local Prefect server, register the deployments of prefect.yaml and a worker; Ctrl-C stops both.
 
-    Open the printed URL to see the four deployments and start a backfill from its form.
+    Open the printed URL to see the deployments and start a backfill from its form. With
+    STRATAFLOW_ALERT_WEBHOOK set it also registers the alert automation (strataflow notify setup).
 
-    Example: strataflow serve
+    Example: strataflow serve --port 4300
     """
     from strataflow.ops import serve as serving
 
     settings = settings_or_exit()
     with cli_errors():
-        serving.serve(settings, port=port, pool=pool)
+        serving.serve(settings, port=port, pool=pool, host=host)
 
 
 def status(

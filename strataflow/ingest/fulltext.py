@@ -17,7 +17,7 @@ path), digits then e/E then a digit (scientific notation), non-ASCII characters 
 database confirms (curly quotes, CJK punctuation), control characters, tokens too long to index, a lexeme
 with more positions than a vector keeps, or a text search configuration that maps these token types to
 anything but one snowball or simple dictionary. tests/ingest/test_fulltext.py compares every vector with
-the database's on generated, sampled and LoCoMo texts.
+the database's on generated and sampled texts and on invented two-person dialogs.
 """
 
 from __future__ import annotations

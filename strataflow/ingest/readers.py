@@ -13,7 +13,9 @@ turn is role "user"; subject_id and conversation_id are the sample_id (e.g. "con
 the whole dialog and questions about either speaker search the same place; the speaker's name is in
 metadata.speaker (and metadata.speakers lists both). Turn k of a session is placed k seconds after the
 session's date_time ("1:56 pm on 8 May, 2023", read in the configured time zone) so turns keep their order.
-Image turns keep blip_caption, img_url and query in metadata. The dia_id (D3:7) is the source_message_id.
+An image turn's caption (LoCoMo's blip_caption) becomes metadata.caption, the canonical record's field for
+an attachment's caption or alt text (docs/ingest.md), which search reads as text of the message; its
+img_url and query stay in metadata as they are. The dia_id (D3:7) is the source_message_id.
 """
 
 from __future__ import annotations
@@ -303,7 +305,9 @@ def _locomo_sample(sample: dict[str, Any], tz: ZoneInfo) -> Iterator[ReadItem]:
                 "session": number,
                 "session_date_time": raw_time,
             }
-            for extra in ("blip_caption", "img_url", "query"):
+            if turn.get("blip_caption"):
+                metadata["caption"] = turn["blip_caption"]
+            for extra in ("img_url", "query"):
                 if extra in turn:
                     metadata[extra] = turn[extra]
             record = {

@@ -29,13 +29,14 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from strataflow.config import Settings
 from strataflow.db.engine import ledger_engine_for
-from strataflow.llm import lazy
+from strataflow.llm import lazy, rate_limits
 from strataflow.llm.ledger import (
     LLMCall,
     cached_answer,
@@ -175,6 +176,7 @@ class LLMGateway:
         subject_id: str | None = None,
         cache_key: str | None = None,
         fresh: bool = False,
+        event_at: datetime | None = None,
     ) -> T:
         """The model's answer parsed into schema; from the cache when the same work was done before.
 
@@ -182,7 +184,8 @@ class LLMGateway:
         hashes); by default the messages themselves. fresh: ask the model even when the cache has an answer
         (a forced recompute); the new answer replaces the cached one. Raises BudgetExhausted before sending
         when the run's budget is spent, LLMError when retries or the one repair call do not give a valid
-        answer.
+        answer. event_at: the event time of the work (its newest message, the week's start), kept on each
+        ledger row so that spend can be shown on event time.
         """
         model = self.model_for(stage)
         call = LLMCall(
@@ -194,7 +197,7 @@ class LLMGateway:
                 self.cache_hits += 1
             return cached
         attempt = [0]
-        reply = self._request_with_retries(call, messages, schema, attempt)
+        reply = self._request_with_retries(call, messages, schema, attempt, event_at)
         if reply.parsed is None:
             repair = [
                 *messages,
@@ -205,7 +208,7 @@ class LLMGateway:
                     f"{reply.error}\nReply again with only the corrected JSON object, nothing else.",
                 },
             ]
-            reply = self._request_with_retries(call, repair, schema, attempt)
+            reply = self._request_with_retries(call, repair, schema, attempt, event_at)
             if reply.parsed is None:
                 raise LLMError(
                     f"{stage}: {model} returned invalid output twice (after one repair call): {reply.error}"
@@ -268,7 +271,12 @@ class LLMGateway:
     # -- requests -----------------------------------------------------------------------------------------
 
     def _request_with_retries(
-        self, call: LLMCall, messages: list[dict[str, Any]], schema: type[BaseModel], attempt: list[int]
+        self,
+        call: LLMCall,
+        messages: list[dict[str, Any]],
+        schema: type[BaseModel],
+        attempt: list[int],
+        event_at: datetime | None = None,
     ) -> _Reply:
         """Send until a reply arrives (valid or not); retry 429, 5xx and timeouts with exponential backoff."""
         litellm = lazy.litellm()
@@ -282,6 +290,7 @@ class LLMGateway:
         last_error = ""
         for retry in range(self.settings.llm_max_retries + 1):
             self._check_budget(call)
+            rate_limits.wait_for_slot(self.settings, call.model)  # the model's requests per minute, if set
             attempt[0] += 1
             started = time.monotonic()
             try:
@@ -291,7 +300,7 @@ class LLMGateway:
                 latency = int((time.monotonic() - started) * 1000)
                 outcome = next((name for cls, name in retryable if isinstance(exc, cls)), "error")
                 last_error = scrub_secrets(f"{type(exc).__name__}: {exc}")
-                self._record(call, attempt[0], outcome, latency, error=last_error)
+                self._record(call, attempt[0], outcome, latency, error=last_error, event_at=event_at)
                 if outcome == "error":
                     raise LLMError(f"{call.stage}: {call.model} request failed: {last_error}") from None
                 if retry < self.settings.llm_max_retries:
@@ -316,6 +325,7 @@ class LLMGateway:
                 completion_tokens=completion_tokens,
                 cost=self._cost(litellm, response),
                 error=error,
+                event_at=event_at,
             )
             return _Reply(parsed, content, error)
         raise LLMError(
@@ -384,11 +394,13 @@ class LLMGateway:
         completion_tokens: int = 0,
         cost: float | None = None,
         error: str | None = None,
+        event_at: datetime | None = None,
     ) -> None:
         """One ledger row per request sent (strataflow.llm.ledger), and this gateway's counters."""
         record_call(
             self.engine, self.run_id, call, attempt, outcome, latency_ms,
             prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost=cost, error=error,
+            event_at=event_at,
         )  # fmt: skip
         with self._lock:
             self.requests_sent += 1

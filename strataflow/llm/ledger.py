@@ -13,6 +13,7 @@ import hashlib
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -38,9 +39,9 @@ INSERT_CACHE = text(
 INSERT_CALL = text(
     """
     insert into llm_calls (run_id, stage, namespace, subject_id, model, prompt_version, input_hash, attempt,
-                           prompt_tokens, completion_tokens, cost_usd, latency_ms, outcome, error)
+                           prompt_tokens, completion_tokens, cost_usd, latency_ms, outcome, error, event_at)
     values (:run_id, :stage, :namespace, :subject_id, :model, :prompt_version, :input_hash, :attempt,
-            :prompt_tokens, :completion_tokens, :cost_usd, :latency_ms, :outcome, :error)
+            :prompt_tokens, :completion_tokens, :cost_usd, :latency_ms, :outcome, :error, :event_at)
     """
 )
 SELECT_RUN_SPEND = text(
@@ -89,8 +90,10 @@ def record_call(
     completion_tokens: int = 0,
     cost: float | None = None,
     error: str | None = None,
+    event_at: datetime | None = None,
 ) -> None:
-    """One ledger row for one request sent, committed on its own connection."""
+    """One ledger row for one request sent, committed on its own connection (event_at: the event time of
+    the work it was about)."""
     with engine.begin() as conn:
         conn.execute(
             INSERT_CALL,
@@ -109,6 +112,7 @@ def record_call(
                 "latency_ms": latency_ms,
                 "outcome": outcome,
                 "error": error,
+                "event_at": event_at,
             },
         )
 

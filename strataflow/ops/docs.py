@@ -1,6 +1,6 @@
-"""Generated documentation: the analyst guide from the `comment on` statements of sql/, and the configuration
-table from `Settings`. `strataflow docs` writes them into docs/; a test fails when the checked-in pages and
-the generated ones drift apart.
+"""Generated documentation: the analyst guide from the `comment on` statements of sql/ (the numbered files,
+then the view files of sql/views/), and the configuration table from `Settings`. `strataflow docs` writes them
+into docs/; a test fails when the checked-in pages and the generated ones drift apart.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from strataflow.config import Settings
+from strataflow.db import views
 from strataflow.db.migrations import SQL_DIR, discover
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs"
@@ -25,13 +26,20 @@ COMMENT = re.compile(
 CREATE = re.compile(r"^create (?:or replace )?(table|view|function) (?:if not exists )?(\w+)", re.I | re.M)
 GRAIN = re.compile(r"^-- grain[^:]*:\s*(.*(?:\n--(?! grain)[^\n]*)*)", re.M)
 FUNCTION_ARGS = re.compile(r"^create (?:or replace )?function \w+\s*\(([^)]*)\)", re.I | re.M)
+TABLE_BODY = re.compile(r"^create table (?:if not exists )?(\w+) \((.*?)^\)", re.I | re.M | re.S)
+TABLE_COLUMN = re.compile(
+    r"^\s+(?!(?:primary|unique|foreign|check|constraint|exclude)\b)(\w+)\s", re.I | re.M
+)
+ALTER_TABLE = re.compile(r"^alter table (?:if exists )?(\w+)\s(.*?);", re.I | re.M | re.S)
+ADD_COLUMN = re.compile(r"\badd column (?:if not exists )?(\w+)", re.I)
 
 ANALYST_INTRO = """# Analyst guide
 
 strataflow's tables are the source of truth; the views below are the supported way to read them. Each view
-is named for what one row is, states its grain at the top of its SQL file, and carries a comment on every
-column (`\\d+ memories` in psql shows them). This page is built from those comments; example queries and the
-HTML report are in [analyst-queries.md](analyst-queries.md).
+is one file, `sql/views/NAME.sql`, named for what one row is: it states its grain at the top and carries a
+comment on every column (`\\d+ memories` in psql shows them). The base tables follow, commented the same way,
+for what the views do not show. This page is built from those comments; example queries and the HTML report
+are in [analyst-queries.md](analyst-queries.md).
 
 ```sh
 psql "$(strataflow db url)"                       # the owner (sees every namespace)
@@ -49,6 +57,16 @@ Conventions:
   the pipeline: when we wrote it) are separate columns.
 - L1 messages expire after the retention period; L2, L3 and lineage keys stay.
 """
+
+SECTION_INTROS = {
+    "table": (
+        "The base tables the views read, in the order the migrations create them (*File:* the migration "
+        "that created the table; later files add columns). The pipeline and the service write them: read "
+        "them, and write only through strataflow. Tables with a `namespace` column have row-level security, "
+        "so a role sees only its granted namespaces here too; the others (caches, bookkeeping) are not "
+        "readable by agent or analyst roles."
+    ),
+}
 
 CONFIGURATION_INTRO = """# Configuration
 
@@ -88,16 +106,23 @@ def _unquote(value: str) -> str:
 
 
 def sql_objects(sql_dir: Path | None = None) -> list[SqlObject]:
-    """Every object that has a `comment on` statement, in the order its creating migration runs."""
+    """Every object that has a `comment on` statement, as the numbered files and then the view files leave it:
+    views in name order, then functions and tables in the order their creating migration runs (a table's
+    columns in the order the table has them)."""
+    sql_dir = sql_dir or SQL_DIR
     objects: dict[str, SqlObject] = {}
     created: dict[str, SqlObject] = {}
-    for migration in discover(sql_dir or SQL_DIR):
-        grain = GRAIN.search(migration.sql)
-        args = FUNCTION_ARGS.search(migration.sql)
-        for match in CREATE.finditer(migration.sql):
+    column_order: dict[str, list[str]] = {}
+    sources = [(migration.name, migration.sql, False) for migration in discover(sql_dir)]
+    sources += [(f"views/{view.name}.sql", view.sql, True) for view in views.discover(sql_dir)]
+    for file, sql, whole_definition in sources:
+        grain = GRAIN.search(sql)
+        args = FUNCTION_ARGS.search(sql)
+        for match in CREATE.finditer(sql):
             kind, name = match[1].lower(), match[2].lower()
-            old = created.get(name)
-            obj = SqlObject(kind, name, migration.name, columns=old.columns if old else {})
+            # A view file is the whole current definition: nothing of earlier files carries over.
+            old = None if whole_definition else created.get(name)
+            obj = SqlObject(kind, name, file, columns=old.columns if old else {})
             obj.comment = old.comment if old else ""
             if kind == "function" and args:
                 obj.signature = ", ".join(part.split()[0] for part in args[1].split(",") if part.strip())
@@ -106,18 +131,29 @@ def sql_objects(sql_dir: Path | None = None) -> list[SqlObject]:
             elif old:
                 obj.grain = old.grain
             created[name] = obj
-        for kind, target, text in COMMENT.findall(migration.sql):
+        for name, body in TABLE_BODY.findall(sql):
+            column_order[name.lower()] = [column.lower() for column in TABLE_COLUMN.findall(body)]
+        for name, body in ALTER_TABLE.findall(sql):
+            column_order.setdefault(name.lower(), []).extend(c.lower() for c in ADD_COLUMN.findall(body))
+        for kind, target, text in COMMENT.findall(sql):
             kind, target = kind.lower(), target.strip().lower()
             if kind == "column":
                 owner, _, column = target.rpartition(".")
-                obj = created.setdefault(owner, SqlObject("table", owner, migration.name))
+                obj = created.setdefault(owner, SqlObject("table", owner, file))
                 obj.columns[column] = _unquote(text)
                 objects.setdefault(owner, obj)
             else:
                 name = target.split("(")[0].strip()
-                obj = created.setdefault(name, SqlObject(kind, name, migration.name))
+                obj = created.setdefault(name, SqlObject(kind, name, file))
                 obj.comment = _unquote(text)
                 objects.setdefault(name, obj)
+    for name, obj in created.items():
+        order = column_order.get(name)
+        if obj.kind == "table" and order:
+            position = {column: index for index, column in enumerate(order)}
+            obj.columns = dict(
+                sorted(obj.columns.items(), key=lambda item: position.get(item[0], len(order)))
+            )
     return [created[name] for name in sorted(objects, key=lambda n: (created[n].file, n))]
 
 
@@ -133,7 +169,7 @@ def analyst_guide(sql_dir: Path | None = None) -> str:
         chosen = [obj for obj in objects if obj.kind == kind]
         if not chosen:
             continue
-        lines += [f"## {heading}", ""]
+        lines += [f"## {heading}", ""] + ([SECTION_INTROS[kind], ""] if kind in SECTION_INTROS else [])
         for obj in chosen:
             title = f"{obj.name}({obj.signature})" if obj.kind == "function" else obj.name
             lines += [f"### `{title}`", ""]

@@ -12,15 +12,25 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from models.params import AssetsParams, BackfillParams, NightlyParams, RunSummary, WeeklyParams
+from models.params import (
+    AnalyticsParams,
+    AssetsParams,
+    BackfillParams,
+    IncrementalParams,
+    NightlyParams,
+    RunSummary,
+    WeeklyParams,
+)
 from strataflow.config import Settings
 from strataflow.errors import UserError
 
 PARAMS: dict[str, type[BaseModel]] = {
     "nightly": NightlyParams,
     "weekly": WeeklyParams,
+    "incremental": IncrementalParams,
     "assets": AssetsParams,
     "backfill": BackfillParams,
+    "analytics": AnalyticsParams,
 }
 FLOWS = tuple(PARAMS)
 STAGE_OWNERS = {

@@ -1,10 +1,14 @@
 """`strataflow report`: one static HTML page (offline: inline SVG drawn here, nothing from the web)
 with five plots and the key tables from the analyst views.
 
-Plots: messages per day by namespace, L2 memory items by kind over time, LLM tokens and cost per day, the
-quarantine rate per day, and the expiry volume per day. Each data point is an SVG <circle class="point">
-with data-series/data-x/data-y attributes; a small inline script marks <body data-plots-drawn="N"> once the
-browser has laid the plots out (the headless-Chromium test reads it).
+Plots on event time (when it was said), one point per ISO week (data-x is the week's Monday, in
+STRATAFLOW_TIMEZONE): L1 messages per week by namespace, L2 memory items by kind (a running total by the
+weeks their values became true), LLM tokens and cost per week (by the event time of the work each request
+was about, llm_calls.event_at). After a backfill of past weeks they show those weeks, not the day the
+backfill ran. The quarantine rate and the expiry volume are events of the pipeline itself: per day of
+processing time. Each data point is an SVG <circle class="point"> with data-series/data-x/data-y attributes;
+a small inline script marks <body data-plots-drawn="N"> once the browser has laid the plots out (the
+headless-Chromium test reads it).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +29,9 @@ from sqlalchemy import Connection, text
 from strataflow.config import Settings
 
 NS_FILTER = "(cast(:namespace as text) is null or {col} = :namespace)"
-SELECT_MESSAGES_DAILY = text(
+SELECT_MESSAGES_WEEKLY = text(
     f"""
-    select mk.event_at::date as day, mk.namespace as series, count(*)::float as value
+    select date_trunc('week', mk.event_at)::date as day, mk.namespace as series, count(*)::float as value
     from message_keys as mk
     where mk.event_at >= :since and {NS_FILTER.format(col="mk.namespace")}
     group by 1, 2 order by 1, 2
@@ -36,7 +40,7 @@ SELECT_MESSAGES_DAILY = text(
 SELECT_ITEMS_BY_KIND = text(
     f"""
     with changes as (
-        select v.recorded_at::date as day, v.kind,
+        select date_trunc('week', coalesce(v.valid_from, v.recorded_at))::date as day, v.kind,
             count(*) filter (where v.action = 'new') - count(*) filter (where v.action = 'deleted') as net
         from memory_item_versions as v
         where v.kind <> 'hot_summary' and {NS_FILTER.format(col="v.namespace")}
@@ -46,15 +50,17 @@ SELECT_ITEMS_BY_KIND = text(
         select c.day, c.kind, sum(c.net) over (partition by c.kind order by c.day) as total from changes as c
     )
     select r.day, r.kind as series, r.total::float as value
-    from running as r where r.day >= cast(:since as date)
+    from running as r where r.day >= date_trunc('week', cast(:since as timestamptz))::date
     order by 1, 2
     """
 )
-SELECT_LLM_DAILY = text(
+SELECT_LLM_WEEKLY = text(
     f"""
-    select l.day, sum(l.total_tokens)::float as tokens, sum(l.cost_usd)::float as cost_usd
-    from llm_cost_daily as l
-    where l.day >= cast(:since as date) and {NS_FILTER.format(col="l.namespace")}
+    select date_trunc('week', coalesce(c.event_at, c.created_at))::date as day,
+        sum(c.prompt_tokens + c.completion_tokens)::float as tokens,
+        coalesce(sum(c.cost_usd), 0)::float as cost_usd
+    from llm_calls as c
+    where coalesce(c.event_at, c.created_at) >= :since and {NS_FILTER.format(col="c.namespace")}
     group by 1 order by 1
     """
 )
@@ -122,6 +128,7 @@ TABLES: dict[str, tuple[str, str]] = {
         "from retention_schedule where {f} order by last_expires_at limit 15",
     ),
 }
+EVERYTHING = datetime(1970, 1, 1, tzinfo=UTC)
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563", "#65a30d")
 WIDTH, HEIGHT, PAD_L, PAD_R, PAD_T, PAD_B = 600, 260, 56, 16, 28, 40
 
@@ -142,7 +149,7 @@ class Plot(BaseModel):
 
 
 def collect_plots(conn: Connection, namespace: str | None, since: datetime) -> list[Plot]:
-    """The five plots' series, from the tables and analyst views."""
+    """The six plots' series (weekly on event time; quarantine and expiry daily on processing time)."""
     params = {"namespace": namespace, "since": since}
 
     def grouped(statement: Any) -> Series:
@@ -151,31 +158,37 @@ def collect_plots(conn: Connection, namespace: str | None, since: datetime) -> l
             series[str(row.series)].append((row.day, float(row.value)))
         return dict(series)
 
-    llm = conn.execute(SELECT_LLM_DAILY, params).all()
+    llm = conn.execute(SELECT_LLM_WEEKLY, params).all()
     quarantine = conn.execute(SELECT_QUARANTINE_RATE, params).all()
     expiry = conn.execute(SELECT_EXPIRY_DAILY, params).all()
     return [
         Plot(
-            title="Messages per day by namespace", y_label="messages", series=grouped(SELECT_MESSAGES_DAILY)
+            title="Messages per event week by namespace",
+            y_label="messages",
+            series=grouped(SELECT_MESSAGES_WEEKLY),
         ),
         Plot(
-            title="Memory items by kind over time",
+            title="Memory items by kind over event weeks",
             y_label="active items",
             series=grouped(SELECT_ITEMS_BY_KIND),
         ),
         Plot(
-            title="LLM tokens per day", y_label="tokens", series={"tokens": [(r.day, r.tokens) for r in llm]}
+            title="LLM tokens per event week",
+            y_label="tokens",
+            series={"tokens": [(r.day, r.tokens) for r in llm]},
         ),
         Plot(
-            title="LLM cost per day", y_label="USD", series={"cost_usd": [(r.day, r.cost_usd) for r in llm]}
+            title="LLM cost per event week",
+            y_label="USD",
+            series={"cost_usd": [(r.day, r.cost_usd) for r in llm]},
         ),
         Plot(
-            title="Quarantine rate per day",
+            title="Quarantine rate per day (processing time)",
             y_label="% of records",
             series={"quarantined %": [(r.day, float(r.value or 0)) for r in quarantine]},
         ),
         Plot(
-            title="Expiry volume per day",
+            title="Expiry volume per day (processing time)",
             y_label="messages expired",
             series={"expired": [(r.day, r.value) for r in expiry]},
         ),  # fmt: skip
@@ -213,11 +226,13 @@ def _subject_by_hash(columns: list[str], row: tuple[Any, ...]) -> tuple[Any, ...
 
 
 def write_report(
-    conn: Connection, settings: Settings, out: Path, namespace: str | None = None, days: int = 60
+    conn: Connection, settings: Settings, out: Path, namespace: str | None = None, days: int | None = None
 ) -> ReportResult:
-    """Collect, render and write the page; returns where and how much."""
+    """Collect, render and write the page (days: only the last N days of event time; None: all of it);
+    returns where and how much."""
     now = datetime.now(settings.tz)
-    plots = collect_plots(conn, namespace, now - timedelta(days=days))
+    since = now - timedelta(days=days) if days else EVERYTHING
+    plots = collect_plots(conn, namespace, since)
     tables = collect_tables(conn, namespace)
     page = render_page(plots, tables, namespace, now)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,10 @@
-"""`strataflow serve`: a local Prefect server, the work pool, the `llm` limit, the deployments, one worker.
+"""`strataflow serve`: a local Prefect server, the work pool, the `llm` limit, the deployments, one worker,
+and (with STRATAFLOW_ALERT_WEBHOOK) the alert automation.
+
+The server's UI reads its API address from /ui-settings, which Prefect fills from PREFECT_UI_API_URL, else
+from PREFECT_SERVER_API_HOST:PORT (4200 by default): not from `prefect server start --port`. So serve sets
+PREFECT_UI_API_URL (and the server's host and port settings) from --host and --port; the UI then works on
+any port.
 
 Children run in their own sessions so Ctrl-C reaches only us; we then stop the worker (SIGINT twice: one
 may leave a Prefect worker running for 20 s or more) and the server.
@@ -26,8 +32,22 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 HEALTH_TIMEOUT_S = 120.0
 
 
-def api_url(port: int) -> str:
-    return f"http://127.0.0.1:{port}/api"
+def api_url(port: int, host: str = "127.0.0.1") -> str:
+    """The API address clients and the UI use (a wildcard bind address is reached on 127.0.0.1)."""
+    reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    if ":" in reach and not reach.startswith("["):
+        reach = f"[{reach}]"
+    return f"http://{reach}:{port}/api"
+
+
+def server_environment(env: dict[str, str], host: str, port: int) -> dict[str, str]:
+    """The server process's environment: no PREFECT_API_URL (it is the API), and the UI's API URL, host and
+    port set from what it serves on (a PREFECT_UI_API_URL of the caller's, e.g. a public name behind a proxy,
+    is kept)."""
+    server_env = {key: value for key, value in env.items() if key != "PREFECT_API_URL"}
+    server_env.setdefault("PREFECT_UI_API_URL", api_url(port, host))
+    server_env.update({"PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port)})
+    return server_env
 
 
 def wait_healthy(
@@ -100,25 +120,38 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def serve(settings: Settings, port: int = 4200, pool: str = "strataflow-pool") -> None:
+def register_alerts(settings: Settings, url: str) -> None:
+    """With STRATAFLOW_ALERT_WEBHOOK set: the `strataflow-alerts` automation on the server at url."""
+    if settings.alert_webhook is None:
+        return
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from strataflow.ops import alerts
+
+    with temporary_settings({PREFECT_API_URL: url}):
+        alerts.register_alerts(settings.alert_webhook.get_secret_value())
+    print("registered the strataflow-alerts automation (STRATAFLOW_ALERT_WEBHOOK)", file=sys.stderr)
+
+
+def serve(
+    settings: Settings, port: int = 4200, pool: str = "strataflow-pool", host: str = "127.0.0.1"
+) -> None:
     """Start everything, print the UI address, and keep running until Ctrl-C, SIGTERM or a child exits."""
     signal.signal(signal.SIGINT, _interrupt)  # also when started in the background, where SIGINT is ignored
     signal.signal(signal.SIGTERM, _interrupt)
     env = prefect_environment(settings)
-    url = api_url(port)
+    url = api_url(port, host)
     if is_healthy(url):
         raise UserError(f"something already answers on {url}; stop it or choose --port")
     env = {**env, "PREFECT_API_URL": url, "PWD": str(PROJECT_ROOT)}
     log_dir = Path(env["PREFECT_HOME"]) / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     server_log = (log_dir / "server.log").open("ab")
-    server_env = {key: value for key, value in env.items() if key != "PREFECT_API_URL"}
-    print(
-        f"starting the Prefect server on 127.0.0.1:{port} (log: {log_dir / 'server.log'}) ...",
-        file=sys.stderr,
-    )
+    server_env = server_environment(env, host, port)
+    log_file = log_dir / "server.log"
+    print(f"starting the Prefect server on {host}:{port} (log: {log_file}) ...", file=sys.stderr)
     server = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)],
         env=server_env,
         stdout=server_log,
         stderr=subprocess.STDOUT,
@@ -129,6 +162,7 @@ def serve(settings: Settings, port: int = 4200, pool: str = "strataflow-pool") -
         wait_healthy(url, server)
         print("registering the work pool, the llm limit and the deployments ...", file=sys.stderr)
         bootstrap(env, pool, settings.llm_concurrency)
+        register_alerts(settings, url)
         worker = subprocess.Popen(
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
             env=env,
@@ -136,7 +170,8 @@ def serve(settings: Settings, port: int = 4200, pool: str = "strataflow-pool") -
             start_new_session=True,
         )
         print(
-            f"Prefect UI: http://127.0.0.1:{port}  (deployments nightly, weekly, assets, backfill;"
+            f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, assets,"
+            " backfill;"
             f" pool {pool})\nStart a backfill: Deployments > backfill > Run > Custom run."
             " Ctrl-C stops the worker and the server.",
             file=sys.stderr,

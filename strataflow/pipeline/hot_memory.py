@@ -132,6 +132,7 @@ def refresh_scope(
             subject_id=scope.subject_id,
             cache_key=json.dumps([[r.message_id, r.content_hash] for r in rows]),
             fresh=recompute is not None and recompute.force,
+            event_at=max((r.event_at for r in rows), default=None),
         )
         cites = {r.message_id: r.event_at for r in rows}
         sources = [i for i in output.source_message_ids if i in cites] or sorted(cites)

@@ -71,17 +71,23 @@ def recompute_window(settings: Settings, params: BackfillParams) -> Recompute | 
 class Counter:
     """Prompt tokens of one stage's planned requests, with litellm's token counter for its model."""
 
-    def __init__(self, settings: Settings, stage: str, prompt_version: str) -> None:
+    def __init__(self, settings: Settings, stage: str, prompt_version: str, force: bool = False) -> None:
+        self.force = force
         self.model = str(getattr(settings, STAGE_MODEL_FIELD[stage]))
         self.plan = StagePlan(model=self.model, prompt_version=prompt_version)
         self.scopes: set[tuple[str, str]] = set()
         self.litellm = lazy.litellm()
 
     def add(self, namespace: str, subject_id: str, prompt: list[dict[str, str]], current: bool) -> None:
+        """One request of the work: counted as sent, or (already current, without force) apart as skipped."""
         self.scopes.add((namespace, subject_id))
-        self.plan.llm_calls += 1
+        tokens = int(self.litellm.token_counter(model=self.model, messages=prompt))
         self.plan.already_current += current
-        self.plan.prompt_tokens += int(self.litellm.token_counter(model=self.model, messages=prompt))
+        if current and not self.force:
+            self.plan.already_current_prompt_tokens += tokens
+            return
+        self.plan.llm_calls += 1
+        self.plan.prompt_tokens += tokens
 
     def finish(self, conn: Connection, stage: str, units: int) -> StagePlan:
         share = conn.execute(SELECT_COMPLETION_SHARE, {"stage": stage}).scalar()
@@ -107,7 +113,8 @@ def plan_extract(
     conn: Connection, settings: Settings, namespace: str | None, window: Recompute | None
 ) -> StagePlan:
     """Extraction: the batches past the watermarks, then (recomputing) every batch of the window."""
-    counter = Counter(settings, "extract", extract.PROMPT_VERSION)
+    force = window is not None and window.force
+    counter = Counter(settings, "extract", extract.PROMPT_VERSION, force)
     units = 0
     for recompute in (None, window) if window is not None else (None,):
         for scope in extract.scopes_to_extract(conn, namespace, EVERY_SCOPE, recompute):
@@ -147,7 +154,8 @@ def plan_hot_memory(
     conn: Connection, settings: Settings, namespace: str | None, window: Recompute | None
 ) -> StagePlan:
     """Hot memory: one request per scope past its watermark, then (recomputing) per scope of the window."""
-    counter = Counter(settings, "hot_summary", hot_memory.PROMPT_VERSION)
+    force = window is not None and window.force
+    counter = Counter(settings, "hot_summary", hot_memory.PROMPT_VERSION, force)
     pending = hot_memory.hot_scopes(conn, namespace, EVERY_SCOPE)
     seen = {(scope.namespace, scope.subject_id) for scope in pending}
     windowed = [] if window is None else hot_memory.hot_scopes(conn, namespace, EVERY_SCOPE, window)
@@ -167,7 +175,8 @@ def plan_rollup(
 ) -> StagePlan:
     """Rollup: per complete week of the range, the scope-weeks whose report is missing or stale, or
     (recomputing) every scope-week with live messages."""
-    counter = Counter(settings, "rollup", rollup.PROMPT_VERSION)
+    force = window is not None and window.force
+    counter = Counter(settings, "rollup", rollup.PROMPT_VERSION, force)
     for monday in weeks:
         since, until = week_bounds(monday, settings.tz)
         for row in scopes.week_inputs(conn, settings.timezone, namespace, since, until, all_scopes=True):
@@ -226,6 +235,7 @@ def plan_backfill_work(
         stages=stages,
         llm_calls_planned=sum(plan.llm_calls for plan in stages.values()),
         llm_calls_already_current=sum(plan.already_current for plan in stages.values()),
+        prompt_tokens_already_current=sum(plan.already_current_prompt_tokens for plan in stages.values()),
         prompt_tokens_estimated=sum(plan.prompt_tokens for plan in stages.values()),
         completion_tokens_estimated=sum(plan.completion_tokens for plan in stages.values()),
         cost_usd_estimated=None if None in costs else round(sum(c or 0.0 for c in costs), 6),
@@ -241,14 +251,20 @@ def plan_markdown(plan: BackfillPlan, budget_tokens: int) -> str:
         mode = "reprocess (where another model or prompt version produced the rows)"
     if plan.force:
         mode = "force (everything in the range, with fresh answers)"
-    skipped = "force sends them again" if plan.force else "a reprocess skips them"
+    current = (
+        f"{plan.llm_calls_already_current} of them already answered by the configured model and prompt"
+        " version: force sends them again"
+        if plan.force
+        else f"apart: {plan.llm_calls_already_current} already answered by the configured model and prompt"
+        f" version, skipped and not counted ({plan.prompt_tokens_already_current} prompt tokens not sent)"
+    )
     lines = [
-        f"# Backfill plan {plan.start} to {plan.end} (dry run: no model call, nothing written)",
+        f"# Backfill plan {plan.start} to {plan.end}: {plan.days} day(s) (dry run: no model call, nothing"
+        " written)",
         "",
         f"- Mode: {mode}",
-        f"- Requests planned: {plan.llm_calls_planned} ({plan.llm_calls_already_current} already answered by"
-        f" the configured model and prompt version: {skipped})",
-        f"- Prompt tokens (litellm.token_counter): {plan.prompt_tokens_estimated};"
+        f"- Requests the run would send: {plan.llm_calls_planned} ({current})",
+        f"- Prompt tokens the run would send (litellm.token_counter): {plan.prompt_tokens_estimated};"
         f" completion tokens (estimated): {plan.completion_tokens_estimated}",
         f"- Estimated cost (litellm's cost map): {cost}"
         + (f"; not priced: {', '.join(plan.unpriced_models)}" if plan.unpriced_models else ""),
@@ -263,7 +279,7 @@ def plan_markdown(plan: BackfillPlan, budget_tokens: int) -> str:
         )
     lines += [
         "",
-        "| stage | model | prompt version | scopes | requests | already current | prompt tokens |"
+        "| stage | model | prompt version | scopes | requests sent | already current | prompt tokens sent |"
         " completion tokens | cost (USD) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

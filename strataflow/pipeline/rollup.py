@@ -256,6 +256,7 @@ def rollup_week(
             namespace=row.namespace,
             subject_id=row.subject_id,
             fresh=recompute is not None and recompute.force,
+            event_at=work.bounds["start"],
         )
         lineage = {"run_id": gateway.run_id, "prompt_version": PROMPT_VERSION, "model": model}
         with conn.begin():

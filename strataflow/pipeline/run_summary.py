@@ -113,7 +113,9 @@ def summary_markdown(summary: RunSummary) -> str:
         f"- Assets: {counts.assets_ingested} documents ingested",
         f"- Expiry: {counts.rows_expired} L1 rows removed",
     ]
-    if summary.days or summary.weeks:
+    if summary.plan is not None:
+        lines.append(f"- Backfill (dry run, nothing sent or written): {summary.plan.range_summary()}")
+    elif summary.days or summary.weeks:
         lines.append(f"- Backfill: {summary.days} day(s), {summary.weeks} week(s)")
     if summary.errors:
         lines += ["", f"## {counts.units_failed} failed unit(s)", ""]

@@ -2,15 +2,16 @@
 statements built from them. Identifiers only in the fragments; every value is a bound parameter.
 
 A statement depends on the layer and on which filters are set, given as `Scope` flags (subject, since,
-until, agent): the builders are cached per combination.
+until): the builders are cached per combination.
 
-Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and an image
-caption (``metadata.speaker``, ``metadata.blip_caption``: LoCoMo and chat exports carry them); an item's
-``fts`` (key, statement, value; the statement and key when a row was written without one) plus its seed
-003 name and description; a report's summary and key events;
-a chunk's content. Asset chunks have no subject or event time: the subject and time filters do not apply to
+Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and the caption
+or alt text of an attachment (``metadata.speaker``, ``metadata.caption``: documented fields of the canonical
+record, docs/ingest.md); an item's ``fts`` (key, statement, value; the statement and key when a row was
+written without one) plus its seed 003 name and description; a report's summary and key events; a chunk's
+content. Asset chunks have no subject or event time: the subject and time filters do not apply to
 them (a namespace's documents are shared by its subjects). The agent filter applies to items only: an agent
-sees items without an agent, its own, and those shared (``is_shared``).
+sees items without an agent, its own and shared ones: the one rule (strataflow.memory.api.visible_to_agent),
+applied to every search of items (without an agent: no agent's private items).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import CursorResult, text
 from sqlalchemy.sql.elements import TextClause
 
+from strataflow.memory.api import visible_to_agent
 from strataflow.textsearch import TSQUERY_SQL
 
 LAYERS = ("messages", "items", "reports", "assets")
@@ -59,12 +61,11 @@ class Scope(NamedTuple):
     subject: bool = False
     since: bool = False
     until: bool = False
-    agent: bool = False
 
 
 _SPEAKER_DOC = (
-    "case when m.metadata ?| array['speaker', 'blip_caption'] then to_tsvector('english', "
-    "coalesce(m.metadata->>'speaker', '') || ' ' || coalesce(m.metadata->>'blip_caption', '')) "
+    "case when m.metadata ?| array['speaker', 'caption'] then to_tsvector('english', "
+    "coalesce(m.metadata->>'speaker', '') || ' ' || coalesce(m.metadata->>'caption', '')) "
     "else ''::tsvector end"
 )
 _ENTRY_DOC = (
@@ -72,7 +73,7 @@ _ENTRY_DOC = (
     "coalesce(i.name, '') || ' ' || coalesce(i.description, '')) || to_tsvector('simple', "
     "coalesce(i.name, '') || ' ' || coalesce(i.description, '')) else ''::tsvector end"
 )
-# A report's messages: the ids of its key events (the summary may also cite ids as "[msg N]", see layered.py).
+# A report's messages: the ids of its key events (layered.py lifts them).
 _REPORT_EVENT_IDS = (
     "(select coalesce(jsonb_agg(distinct x), '[]'::jsonb) from jsonb_array_elements(r.key_events) e "
     "cross join lateral jsonb_array_elements(case when jsonb_typeof(e->'message_ids') = 'array' "
@@ -166,7 +167,7 @@ QUERY_CTE = (
 )
 _SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
-AGENT_FILTER = "(i.agent_id is null or i.is_shared or i.agent_id = cast(:agent_id as text))"
+AGENT_FILTER = visible_to_agent("i")
 
 
 def filters(layer: str, scope: Scope) -> str:
@@ -182,7 +183,7 @@ def filters(layer: str, scope: Scope) -> str:
             parts.append(f"{spec['time']} >= :since")
         if scope.until:
             parts.append(f"{spec['time']} < :until")
-    if layer == "items":  # without an agent: no agent's private items
+    if layer == "items":
         parts.append(AGENT_FILTER)
     return " and ".join(parts)
 

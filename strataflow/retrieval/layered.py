@@ -1,22 +1,21 @@
 """Layered retrieval: L2 items and L3 weekly reports that match a query count for the L1 turns they came from.
 
 An item stores the ids of its source messages (`memory_items.source_message_ids`); a weekly report stores
-the ids behind each key event (`key_events[].message_ids`) and may cite messages in its summary as
-``[msg N]`` (the offline rollup does); `source_message_ids` of a report is its whole week and is not used
-here (a week is too wide to say which turn answers). Once items and reports are ranked like any layer
-(strataflow.retrieval.ranking), the best ``ITEM_TOP`` items add ``ITEM_WEIGHT`` x their score to each
-source turn, and the best ``REPORT_TOP`` reports add ``REPORT_WEIGHT`` x their score to each turn behind
-them. So a turn that shares no word with the question, but that an item's statement (or its name and
-description) matches, moves up.
+the ids behind each key event (`key_events[].message_ids`, which the rollup prompt asks every model for);
+`source_message_ids` of a report is its whole week and is not used here (a week is too wide to say which
+turn answers). Only these structured ids are read, never ids written into a summary's text. Once items and
+reports are ranked like any layer (strataflow.retrieval.ranking), the best ``ITEM_TOP`` items add
+``ITEM_WEIGHT`` x their score to each source turn, and the best ``REPORT_TOP`` reports add
+``REPORT_WEIGHT`` x their score to each turn behind them. So a turn that shares no word with the
+question, but that an item's statement (or its name and description) matches, moves up.
 
-Weights chosen on half of the LoCoMo dev questions (bench/locomo.py): with the offline extractor's items and
-reports the lift moves multi-hop recall by about one point (and open-domain, 21 questions, by several);
-a model that writes more items lifts more.
+Weights chosen on half of the dev questions of the dialog-recall benchmark (docs/retrieval-quality.md):
+with the offline extractor's items and reports the lift moves multi-hop recall by about one point (and
+open-domain, 21 questions, by several); a model that writes more items lifts more.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +26,6 @@ ITEM_TOP = 5
 ITEM_WEIGHT = 0.2
 REPORT_TOP = 1
 REPORT_WEIGHT = 0.2
-CITED_MESSAGE = re.compile(r"\[msg (\d+)\]")
 
 
 def lineage_lift(items: Sequence[Candidate], reports: Sequence[Candidate]) -> dict[int, float]:
@@ -37,15 +35,14 @@ def lineage_lift(items: Sequence[Candidate], reports: Sequence[Candidate]) -> di
         for message_id in _meta(item).get("source_message_ids") or []:
             lift[int(message_id)] += ITEM_WEIGHT * item.score
     for report in reports[:REPORT_TOP]:
-        for message_id in report_message_ids(_meta(report), report.text):
+        for message_id in report_message_ids(_meta(report)):
             lift[message_id] += REPORT_WEIGHT * report.score
     return dict(lift)
 
 
-def report_message_ids(meta: dict[str, Any], summary: str) -> set[int]:
-    """The messages behind a report's key events and those its summary cites as [msg N]."""
-    ids = {int(i) for i in meta.get("event_message_ids") or [] if str(i).lstrip("-").isdigit()}
-    return ids | {int(found) for found in CITED_MESSAGE.findall(summary or "")}
+def report_message_ids(meta: dict[str, Any]) -> set[int]:
+    """The messages behind a report's key events (`key_events[].message_ids`, gathered by layer_sql)."""
+    return {int(i) for i in meta.get("event_message_ids") or [] if str(i).lstrip("-").isdigit()}
 
 
 def lineage_ids(items: Sequence[Candidate], reports: Sequence[Candidate]) -> list[int]:

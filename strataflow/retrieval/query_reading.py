@@ -1,8 +1,8 @@
 """What a search query says beyond its words, for the ranking (strataflow.retrieval.ranking): whom it names,
 whether it asks *when*, the period it names, and whether it asks for a set of things.
 
-These are readings of the question's form, argued per LoCoMo category and general to any chat log (the
-figures are in bench/locomo.py and docs/retrieval-quality.md):
+These are readings of the question's form, argued per question category of the dialog-recall benchmark and
+general to any chat log (the figures are in docs/retrieval-quality.md):
 
 - speakers: the query names a speaker of the scope (a chat export's `metadata.speaker`), e.g. "What does
   Melanie do to destress?". The answer is in that speaker's own turns, not in the other side's replies that
@@ -12,7 +12,7 @@ figures are in bench/locomo.py and docs/retrieval-quality.md):
 - period: a date, month or year in the query ("in June", "May 2023", "on 3 June, 2023"), or a time relative to
   now ("yesterday", "last week", "3 days ago"): turns whose event time falls in it are more likely;
 - asks_for_set: "What activities...", "Which cities...", "both", "how many times": the answer gathers turns
-  from several sessions (LoCoMo's multi-hop category), so one session should not fill the top of the list.
+  from several sessions (the multi-hop category), so one session should not fill the top of the list.
 """
 
 from __future__ import annotations

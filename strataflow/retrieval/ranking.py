@@ -22,8 +22,8 @@ no embedding yet), its term frequencies for the query's lexemes and its document
   taken from a session lowers that session's other turns by ``SESSION_SPREAD`` (`spread_sessions`).
 The total is scaled back to at most 1 when the evidence pushed it above.
 
-The constants were chosen on half of the LoCoMo dev questions and checked on the other half (figures in
-bench/locomo.py and docs/retrieval-quality.md); they are general: no rule looks at a particular question or
+The constants were chosen on half of the dev questions of the dialog-recall benchmark and checked on the
+other half (figures in docs/retrieval-quality.md); they are general: no rule looks at a particular question or
 dataset.
 """
 

@@ -37,17 +37,17 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from models.entries import EntryHit
+from models.memory_items import MemoryHit
 from models.messages import SAFE_ID
 from strataflow import __version__
 from strataflow.config import Settings
 from strataflow.db.roles import AccessError
 from strataflow.llm.prompt_blocks import json_text, quote_text
-from strataflow.memory import entries, profiles
+from strataflow.memory import api, profiles
 from strataflow.memory.prompts import memory_system_prompt
 from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.context import build_context
-from strataflow.retrieval.item_search import search_entries
+from strataflow.retrieval.item_search import search_memories
 from strataflow.retrieval.user_context import get_user_context as user_context
 from strataflow.service import schemas
 from strataflow.service.deps import bearer_token
@@ -180,18 +180,11 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         """Save a new long-term memory entry about a user. If an entry with this name exists for the user,
         this fails and names it: update that entry with memory_update instead of creating a duplicate."""
         with session(ctx, write=True) as (conn, caller):
-            entry = entries.save_entry(
-                conn,
-                caller.namespace,
-                subject,
-                type,
-                name,
-                content,
-                description,
-                agent_id=caller.agent_for(agent),
-                shared=shared,
-            )
-        return json_answer(entry.model_dump(mode="json"))
+            saved = api.create_memory(
+                conn, caller.namespace, subject, type, name, content, description=description,
+                agent_id=caller.agent_for(agent), shared=shared,
+            )  # fmt: skip
+        return json_answer(saved.item.model_dump(mode="json"))
 
     @_tool(server, "memory_recall", READ_ONLY, writable)
     def memory_recall(
@@ -201,7 +194,7 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         id, subject and content (each value a quoted string); without `subject` it searches every user of
         the namespace. An empty answer means nothing relevant is stored."""
         with session(ctx) as (conn, caller):
-            hits = search_entries(
+            hits = search_memories(
                 conn,
                 settings,
                 caller.namespace,
@@ -225,25 +218,18 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
     ) -> JsonAnswer:
         """Change an existing memory entry (only the fields given); the old version is kept in its history."""
         with session(ctx, write=True) as (conn, caller):
-            entry = entries.update_entry(
-                conn,
-                caller.namespace,
-                id,
-                agent_id=caller.agent_for(agent),
-                entry_type=type,
-                name=name,
-                description=description,
-                content=content,
-                shared=shared,
-            )
-        return json_answer(entry.model_dump(mode="json"))
+            updated = api.update_memory(
+                conn, caller.namespace, id, agent_id=caller.agent_for(agent), type=type, name=name,
+                description=description, value=api.UNSET if content is None else content, shared=shared,
+            )  # fmt: skip
+        return json_answer(updated.item.model_dump(mode="json"))
 
     @_tool(server, "memory_delete", DESTRUCTIVE, writable)
     def memory_delete(id: EntryId, ctx: Context, agent: Agent = None) -> JsonAnswer:
         """Delete a memory entry that is wrong or no longer true (its history is kept)."""
         with session(ctx, write=True) as (conn, caller):
-            entry = entries.delete_entry(conn, caller.namespace, id, agent_id=caller.agent_for(agent))
-        return json_answer(entry.model_dump(mode="json"))
+            deleted = api.delete_memory(conn, caller.namespace, id, agent_id=caller.agent_for(agent))
+        return json_answer(deleted.item.model_dump(mode="json"))
 
     @_tool(server, "get_context", READ_ONLY, writable)
     def get_context(
@@ -330,13 +316,13 @@ def _tool_errors() -> Iterator[None]:
     """Library errors as tool errors an LLM can act on: each says why."""
     try:
         yield
-    except entries.EntryNotFound as exc:
+    except api.MemoryNotFound as exc:
         raise ToolError(f"not found: {exc}; call memory_recall to find the entry's id") from None
-    except entries.EntryConflict as exc:
-        raise ToolError(f"name taken: {exc} with memory_update") from None
+    except api.MemoryConflict as exc:
+        raise ToolError(f"name taken: {exc} with memory_update (id {exc.item_id})") from None
     except KeyRejected as exc:
         raise ToolError(f"unauthorized: {exc}") from None
-    except (AccessError, entries.EntryForbidden) as exc:
+    except (AccessError, api.MemoryForbidden) as exc:
         raise ToolError(f"forbidden: {exc}") from None
     except NamespaceRequired as exc:
         raise ToolError(f"namespace required: {exc} (STRATAFLOW_API_NAMESPACE over stdio)") from None
@@ -354,7 +340,7 @@ def _tool_errors() -> Iterator[None]:
         raise
 
 
-def render_hits(hits: list[EntryHit]) -> str:
+def render_hits(hits: list[MemoryHit]) -> str:
     """Entries as memory-context lines, every stored value a quoted string (quote_text): `[type] "name"
     (id N, subject "S", score X)` then the content on the next line; '' for none."""
     return "\n".join(

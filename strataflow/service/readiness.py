@@ -1,4 +1,4 @@
-"""Readiness of a server process: the database answers and every migration in sql/ is applied."""
+"""Readiness of a server process: the database answers and sql/ (migrations and view files) is applied."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from strataflow.db import migrations
 class Readiness(BaseModel):
     ready: bool
     database: str = Field(description="ok, or why the database cannot be used")
-    pending_migrations: list[str] = Field(description="migrations not applied (strataflow db upgrade)")
+    pending_migrations: list[str] = Field(
+        description="numbered migrations and view files (views/NAME.sql) not applied (strataflow db upgrade)"
+    )
 
 
 def readiness(engine: Engine) -> Readiness:

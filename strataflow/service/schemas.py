@@ -43,7 +43,7 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=NAME_MAX, patte
 Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX, pattern=NO_NUL)]
 ItemId = Annotated[int, Field(ge=1, le=BIGINT_MAX, description="the entry id")]
 # Any JSON value without a NUL character in a string or a key (a metadata object; jsonb cannot hold NUL).
-JsonValue = TypeAliasType(
+JsonValue = TypeAliasType(  # type: ignore[misc]
     "JsonValue",
     Union[NoNul, int, float, bool, None, list["JsonValue"], dict[NoNul, "JsonValue"]],  # type: ignore[misc]  # noqa: UP007
 )

@@ -76,7 +76,7 @@ def test_a_dry_run_plans_without_calling_and_a_reprocess_with_a_new_model_recomp
         assert conn.execute(COUNT_CALLS, {"ns": namespace}).scalar_one() == before
     assert dry.plan is not None and dry.counts.llm_calls == 0
     artifacts = _artifacts(dry.prefect_flow_run_id)
-    assert "backfill-plan" in artifacts and "Requests planned" in artifacts["backfill-plan"]
+    assert "backfill-plan" in artifacts and "Requests the run would send" in artifacts["backfill-plan"]
     planned = {name: stage for name, stage in dry.plan.stages.items()}
     assert planned["extract"].model == "offline/rules-v2" and planned["extract"].already_current == 0
     assert planned["rollup"].llm_calls == 4  # two subjects x two weeks, all written by offline/rules
@@ -98,6 +98,14 @@ def test_a_dry_run_plans_without_calling_and_a_reprocess_with_a_new_model_recomp
     # every report rewritten as revision 2 by the new model; revision 1 kept with the old model
     assert len(reports) == 4
     assert {report[2:6] for report in reports} == {(2, "offline/rules-v2", 1, "offline/rules")}
+
+    # a dry run now: every request is current, so the totals are what would be sent (nothing), shown apart
+    current = _run(backfill, BackfillParams(**base, stages=[Stage.extract, Stage.rollup], reprocess=True,
+                                            dry_run=True)).plan  # fmt: skip
+    assert current is not None
+    assert (current.llm_calls_planned, current.prompt_tokens_estimated) == (0, 0)
+    assert current.llm_calls_already_current > 0 and current.prompt_tokens_already_current > 0
+    assert current.range_summary().startswith(f"{current.days} day(s) {start}..{end}") and current.days > 1
 
     again = _run(backfill, BackfillParams(**base, stages=stages, reprocess=True))
     assert again.counts.llm_calls == 0 and again.counts.weekly_reports_written == 0

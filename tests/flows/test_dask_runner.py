@@ -4,7 +4,6 @@ weekly reports as the default runner."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +27,20 @@ SELECT_REPORTS = text(
     """
 )
 SELECT_SOURCE_IDS = text("select message_id, source_message_id from message_keys where namespace = :ns")
-CITED = re.compile(r"\[msg (?P<ids>[\d, ]+)\]")
 
 
 def _reports(engine: Engine, namespace: str) -> list[tuple[Any, ...]]:
-    """The namespace's reports with every cited message id written as its source message id (ids differ
+    """The namespace's reports with each key event's message ids written as source message ids (ids differ
     between namespaces; the source ids are the same)."""
     with engine.connect() as conn:
         source = {row[0]: row[1] for row in conn.execute(SELECT_SOURCE_IDS, {"ns": namespace})}
         rows = conn.execute(SELECT_REPORTS, {"ns": namespace}).all()
 
-    def cited(match: re.Match[str]) -> str:
-        return "[msg " + ", ".join(source[int(i)] for i in match["ids"].split(", ")) + "]"
-
     return [
         (
             row.subject_id,
             row.week_start,
-            CITED.sub(cited, row.summary),
+            row.summary,
             [(event["event"], [source[i] for i in event["message_ids"]]) for event in row.key_events],
         )
         for row in rows

@@ -31,21 +31,28 @@ COUNT_RUN_CALLS = text("select count(*) from llm_calls where run_id = :run_id")
 
 
 def test_every_prefect_yaml_entrypoint_imports_a_flow_of_the_deployment_name() -> None:
+    from prefect.events import DeploymentEventTrigger
+
     spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
     deployments = {d["name"]: d for d in spec["deployments"]}
-    assert sorted(deployments) == ["assets", "backfill", "nightly", "weekly"]
+    assert sorted(deployments) == ["analytics", "assets", "backfill", "incremental", "nightly", "weekly"]
     for name, deployment in deployments.items():
         path, function = deployment["entrypoint"].split(":")
         module = import_module(path.removesuffix(".py").replace("/", "."))
         flow = getattr(module, function)
         assert flow.name == name  # the deployment is addressed as '<flow name>/<deployment name>'
         assert deployment["concurrency_limit"] == 1
+    trigger = DeploymentEventTrigger(**deployments["analytics"]["triggers"][0])  # valid, chained to weekly
+    assert trigger.expect == {"strataflow.run.completed"} and trigger.match["strataflow.flow"] == ["weekly"]
+    incremental = deployments.pop("incremental")
+    assert [s["interval"] for s in incremental["schedules"]] == [600]  # at most 15 minutes
     crons = {name: [s["cron"] for s in d["schedules"]] for name, d in deployments.items()}
     assert crons == {
         "nightly": ["0 2 * * *"],
         "weekly": ["0 3 * * 1"],
         "assets": ["0 1 * * *"],
         "backfill": [],
+        "analytics": [],
     }
 
 

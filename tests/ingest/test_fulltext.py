@@ -154,9 +154,9 @@ def test_generated_texts_get_the_database_vector_or_none(engine: Engine) -> None
 def test_sample_and_locomo_texts_get_the_database_vector(
     engine: Engine, locomo_path: Path, tmp_path: Path
 ) -> None:
-    write_sample(tmp_path, subjects=2, weeks=3, seed=5, end_date=date(2026, 11, 20))
+    write_sample(tmp_path, subjects=6, weeks=6, seed=5, end_date=date(2026, 11, 20))
     texts = [json.loads(line)["content"] for path in sorted(tmp_path.glob("*.jsonl")) for line in path.open()]
-    for conversation in json.loads(locomo_path.read_text()):
+    for conversation in json.loads(locomo_path.read_text()):  # the LoCoMo-format fixture's invented turns
         sessions = conversation["conversation"]
         for key, turns in sessions.items():
             if key.startswith("session_") and isinstance(turns, list):

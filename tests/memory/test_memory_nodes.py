@@ -48,7 +48,7 @@ def test_an_item_has_several_keys_and_one_entity_finds_every_item_about_it(
         kind="decision",
         metadata={"keys": ["Emery", "QA"]},
     )
-    _write(engine, namespace, "university", "浙江大学", T0, category="career")
+    _write(engine, namespace, "university", "Example University", T0, category="career")
     assert _node(engine, namespace, "person_emery").keys == ["emery", "person_emery"]
     assert _node(engine, namespace, "decision_release").keys == [
         "decision_release", "emery", "qa", "release", "weekly releases"]  # fmt: skip

@@ -1,5 +1,9 @@
 """Seed 002 profile documents: typed content filled from L2, both documents from the first message, PUT/PATCH
-validated and protected from extraction, status honoured, prompt markers."""
+validated and protected from extraction, status honoured, prompt markers.
+
+Extraction runs with the scripted model (tests/fixtures/scripted_model.py), so these tests check how L2 items
+become the documents; what the offline rules extract from the same phrasings is tested in
+tests/llm/offline/test_stage_prompts.py."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from strataflow.memory.profiles import (
     set_profile_status,
 )
 from strataflow.memory.store import upsert_item
+from tests.fixtures.scripted_model import ScriptedModel, fact, item
 
 TEAM = [
     "Riley is our tech lead.",
@@ -28,7 +33,20 @@ TEAM = [
     "The search service is in progress, about 60% done.",
     "We decided to use PostgreSQL because it already runs our analytics.",
 ]
-CLIENT = ["我已婚，有两个孩子。", "目前常住杭州。", "我是产品经理。"]
+CLIENT = ["我已婚，有两个孩子。", "目前常住杭州。", "我是精算师。"]
+
+
+def script(model: ScriptedModel) -> None:
+    """What the scripted model extracts from TEAM, CLIENT and the job titles below."""
+    model.says(TEAM[0], fact("person_riley", {"name": "Riley", "role": "tech lead"}))
+    model.says(TEAM[1], fact("person_harper", {"name": "Harper", "role": "data engineer"}))
+    model.says(TEAM[2], item("status", "status_search_service", {"status": "in_progress", "progress": 60}))
+    database = {"decision": "PostgreSQL", "reason": "it already runs our analytics"}
+    model.says(TEAM[3], item("decision", "decision_database", database))
+    model.says(CLIENT[0], fact("marital_status", "已婚"), fact("children", 2))
+    model.says(CLIENT[1], fact("location", "杭州"))
+    model.says("我是精算师。", fact("job_title", "精算师"))
+    model.says("我是数据分析师。", fact("job_title", "数据分析师"))
 
 
 def _names(entries: list[dict[str, Any]]) -> list[str]:
@@ -36,9 +54,10 @@ def _names(entries: list[dict[str, Any]]) -> list[str]:
 
 
 def test_extraction_fills_the_seed_002_lists_with_field_meta(
-    engine: Engine, namespace: str, load: Any
+    engine: Engine, namespace: str, load: Any, scripted_model: ScriptedModel
 ) -> None:
-    load({"proj_x": TEAM, "c1": CLIENT})
+    script(scripted_model)
+    load({"proj_x": TEAM, "c1": CLIENT}, using=scripted_model.settings)
     with engine.connect() as conn:
         team = get_profiles(conn, namespace, "proj_x")
         client = get_profiles(conn, namespace, "c1")
@@ -56,15 +75,18 @@ def test_extraction_fills_the_seed_002_lists_with_field_meta(
         ("Riley", "tech lead"),
     ]
     for member in work["team_members"]:
-        assert member["meta"]["source"] == "extracted" and 0 < member["meta"]["confidence"] <= 1
+        assert (member["meta"]["source"], member["meta"]["confidence"]) == ("extracted", 0.9)
+        assert member["relationship"] == "colleague"
         assert datetime.fromisoformat(member["meta"]["last_updated_at"]).tzinfo is not None
-    assert [(p["name"], p["status"]) for p in work["current_projects"]] == [("search service", "active")]
-    assert any("PostgreSQL" in rule for rule in work["work_rules"])
+    assert [(p["name"], p["status"], p["notes"]) for p in work["current_projects"]] == [
+        ("search service", "active", "in progress, 60%")
+    ]
+    assert work["work_rules"] == ["database: PostgreSQL (it already runs our analytics)"]
     assert "person_" not in json.dumps(team), "people are entries of lists, not person_<name> keys"
 
     user = client["user_memory"]
     assert UserMemoryContent.model_validate(user).model_dump(mode="json") == user
-    assert user["occupation"] == "产品经理" == client["work_memory"]["occupation"]
+    assert user["occupation"] == "精算师" == client["work_memory"]["occupation"]
     assert [(p["name"], p["category"]) for p in user["places"]] == [("杭州", "home")]
     assert [(p["name"], p["relationship"], p["notes"]) for p in user["people"]] == [
         ("孩子", "child", "count: 2")
@@ -137,9 +159,10 @@ def test_a_bad_field_is_refused_naming_its_path(conn: Any, doc_type: str, conten
 
 
 def test_manual_edits_survive_extraction_and_removed_entries_stay_removed(
-    engine: Engine, namespace: str, load: Any
+    engine: Engine, namespace: str, load: Any, scripted_model: ScriptedModel
 ) -> None:
-    load({"p": ["Riley is our tech lead.", "Harper is our data engineer.", "我是数据分析师。"]})
+    script(scripted_model)
+    load({"p": [TEAM[0], TEAM[1], "我是数据分析师。"]}, using=scripted_model.settings)
     with engine.begin() as conn:
         patched = patch_profile(conn, namespace, "p", "user", {"occupation": "data engineer"})
         assert patched.content["occupation"] == "data engineer"
@@ -153,11 +176,11 @@ def test_manual_edits_survive_extraction_and_removed_entries_stay_removed(
     assert put.content["occupation"] == "数据分析师", "an unchanged field of a PUT stays extracted"
 
     # newer messages: extraction updates L2, but the manual fields and the removal hold
-    load({"p": ["我是产品经理。", "Riley is our tech lead."]})
+    load({"p": ["我是精算师。", TEAM[0]]}, using=scripted_model.settings)
     with engine.connect() as conn:
         docs = get_profiles(conn, namespace, "p")
     assert docs["user_memory"]["occupation"] == "data engineer"
-    assert docs["work_memory"]["occupation"] == "产品经理"
+    assert docs["work_memory"]["occupation"] == "精算师"
     assert [(m["name"], m["role"]) for m in docs["work_memory"]["team_members"]] == [
         ("Riley", "staff engineer")
     ]
@@ -180,15 +203,16 @@ def test_a_removed_entry_comes_back_when_l2_learns_something_newer(engine: Engin
 
 
 def test_status_is_honoured_and_extraction_still_updates_a_disabled_document(
-    engine: Engine, namespace: str, load: Any
+    engine: Engine, namespace: str, load: Any, scripted_model: ScriptedModel
 ) -> None:
-    load({"s": ["目前常住杭州。"]})
+    script(scripted_model)
+    load({"s": [CLIENT[1]]}, using=scripted_model.settings)
     with engine.begin() as conn:
         disabled = set_profile_status(conn, namespace, "s", "user", "DISABLED")
         assert disabled.status == "disabled"
         with pytest.raises(ProfileValidationError, match="active or disabled"):
             set_profile_status(conn, namespace, "s", "user", "gone")
-    load({"s": ["我是产品经理。"]})
+    load({"s": ["我是精算师。"]}, using=scripted_model.settings)
     with engine.connect() as conn:
         shown = get_profiles(conn, namespace, "s")
         hidden = get_profiles(conn, namespace, "s", include_disabled=False)
@@ -197,9 +221,7 @@ def test_status_is_honoured_and_extraction_still_updates_a_disabled_document(
                  "where namespace = :ns and subject_id = 's' and doc_type = 'user'"), {"ns": namespace},
         ).scalar()  # fmt: skip
     assert shown["status"] == {"user": "disabled", "work": "active"}
-    assert shown["user_memory"]["occupation"] == "产品经理" == stored, (
-        "extraction updates a disabled document"
-    )
+    assert shown["user_memory"]["occupation"] == "精算师" == stored, "extraction updates a disabled document"
     assert hidden["user_memory"] is None and hidden["work_memory"] is not None
 
 

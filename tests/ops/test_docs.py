@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
 from strataflow.cli import app
@@ -43,6 +44,53 @@ def test_the_analyst_guide_has_every_commented_column_with_the_latest_comment(tm
     assert "*File:* `sql/002_replace_view_things.sql`" in section and "*Grain:* one row per thing" in section
     rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", section, re.M)
     assert rows == [("thing_id", "The id."), ("label", "The label."), ("count_parts", "Parts of the thing.")]
+
+
+def test_a_view_file_is_the_whole_definition_in_the_guide(tmp_path: Path) -> None:
+    (tmp_path / "001_create_view_things.sql").write_text(
+        "-- grain: one row per old thing\ncreate view things as select 1 as thing_id, 'x' as label;\n"
+        "comment on view things is 'Old things.';\n"
+        "comment on column things.label is 'Old label.';\n"
+    )
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "things.sql").write_text(
+        "-- grain: one row per thing\n"
+        "create or replace view things with (security_invoker = true) as\n"
+        "select 1 as thing_id, 2 as count_parts;\n"
+        "comment on view things is 'Things.';\n"
+        "comment on column things.thing_id is 'The id.';\n"
+        "comment on column things.count_parts is 'Parts of the thing.';\n"
+    )
+
+    guide = docs.analyst_guide(tmp_path)
+
+    section = guide[guide.index("### `things`") :]
+    assert "*File:* `sql/views/things.sql`" in section and "*Grain:* one row per thing" in section
+    assert "Things." in section and "Old" not in section
+    rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", section, re.M)
+    assert rows == [("thing_id", "The id."), ("count_parts", "Parts of the thing.")]
+
+
+def test_the_guide_lists_every_view_and_table_with_the_columns_the_database_has(engine: Engine) -> None:
+    with engine.connect() as conn:
+        catalog = {
+            row.relname: list(row.columns)
+            for row in conn.execute(
+                text(
+                    """
+                    select c.relname,
+                           array(select a.attname::text from pg_attribute as a
+                                 where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+                                 order by a.attnum) as columns
+                    from pg_class as c
+                    where c.relnamespace = 'public'::regnamespace and c.relkind in ('v', 'r', 'p')
+                      and not c.relispartition
+                    """
+                )
+            )
+        }
+    documented = {obj.name: list(obj.columns) for obj in docs.sql_objects() if obj.kind in ("view", "table")}
+    assert documented == catalog
 
 
 def test_the_configuration_page_names_every_setting_by_its_environment_variable() -> None:

@@ -54,3 +54,26 @@ def test_report_page_is_offline_and_its_plots_draw_in_chromium(
     points = re.findall(r'<circle class="point"[^>]*data-series="([^"]*)"', dom)
     assert access_data.namespace in points, "messages per day by namespace has the loaded namespace"
     assert "Memory items by kind (memories)" in dom and "Pipeline health (pipeline_health)" in dom
+
+
+def test_the_time_plots_are_on_event_weeks_and_the_namespace_filter_holds(
+    settings: Any, engine: Any, access_data: Any
+) -> None:
+    from datetime import date, datetime, timedelta
+
+    from strataflow.ops.report import EVERYTHING, collect_plots
+
+    with engine.connect() as conn:
+        plots = {plot.title: plot for plot in collect_plots(conn, access_data.namespace, EVERYTHING)}
+        everyone = {plot.title: plot for plot in collect_plots(conn, None, EVERYTHING)}
+    # the dataset's messages span 40 days, all ingested and extracted in one go today
+    today = datetime.now(settings.tz).date()
+    items = plots["Memory items by kind over event weeks"].series
+    weeks = {day for points in items.values() for day, _ in points}
+    assert all(day.weekday() == 0 for day in weeks), "one point per ISO week, at its Monday"
+    assert len(weeks) >= 5 and min(weeks) <= today - timedelta(days=35)
+    tokens = {day for day, _ in plots["LLM tokens per event week"].series["tokens"]}
+    assert len(tokens) >= 3 and all(isinstance(day, date) and day.weekday() == 0 for day in tokens)
+    messages = plots["Messages per event week by namespace"].series
+    assert list(messages) == [access_data.namespace] and len(messages[access_data.namespace]) >= 5
+    assert access_data.namespace in everyone["Messages per event week by namespace"].series

@@ -193,3 +193,19 @@ def test_status_shows_a_namespaces_last_runs_with_their_errors_watermarks_and_qu
     assert "(1 runs, 2 failed unit(s))" in report and "error: acme/sha256:0123: timeout" in report
     assert f"{namespace:20} 1 of 2 records (50.0%)" in report  # the quarantine rate of this namespace
     assert any(line.split()[:2] == ["ingest", namespace] for line in lines)  # its file watermark
+
+
+def test_a_dry_runs_summary_says_so_with_the_ranges_real_size() -> None:
+    from models.params import BackfillPlan, RunCounts, RunSummary
+    from strataflow.pipeline.run_summary import summary_markdown
+
+    plan = BackfillPlan(
+        start=date(2024, 3, 1), end=date(2024, 4, 9), reprocess=True, force=False,
+        weeks=[date(2024, 3, 4) + timedelta(weeks=n) for n in range(5)],
+    )  # fmt: skip
+    summary = RunSummary(
+        flow="backfill", run_id="r", status="completed", counts=RunCounts(), days=1, plan=plan
+    )
+    text = summary_markdown(summary)
+    assert "dry run" in text and "40 day(s) 2024-03-01..2024-04-09, 5 complete week(s)" in text
+    assert "Backfill: 1 day(s)" not in text

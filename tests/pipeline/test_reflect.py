@@ -1,4 +1,8 @@
-"""Insight reflection: each version reflected once; a changed fact changes its insight (old in history)."""
+"""Insight reflection: each version reflected once; a changed fact changes its insight (old in history).
+
+The model is the scripted one (tests/fixtures/scripted_model.py: one insight per key, "<key>: <newest
+value>"), so the statements below are the model's, stored as given; how the offline rules word an insight is
+tested in tests/llm/offline/test_offline_provider.py."""
 
 from __future__ import annotations
 
@@ -47,8 +51,9 @@ def state_occupation(engine, namespace, job, event_at, message_id):
 
 
 def test_an_insight_changes_when_its_fact_changes_and_the_old_one_stays_in_history(
-    settings, engine, namespace, ledger_count
+    scripted_model, engine, namespace, ledger_count
 ):
+    settings = scripted_model.settings
     item = state_occupation(engine, namespace, "nurse", T0, 101)
 
     first = reflect_pending(settings, namespace=namespace)
@@ -60,9 +65,12 @@ def test_an_insight_changes_when_its_fact_changes_and_the_old_one_stays_in_histo
         [101],
         None,
     )
-    assert (
-        "nurse" in created.statement and created.valid_from == T0 and created.prompt_version == "reflect-v1"
+    assert (created.statement, created.valid_from, created.prompt_version) == (
+        "job_title: nurse",
+        T0,
+        "reflect-v1",
     )
+    assert created.question == "What is the user's job title?"
     calls = ledger_count(namespace)
 
     again = reflect_pending(settings, namespace=namespace)  # nothing pending: no request, nothing written
@@ -78,11 +86,12 @@ def test_an_insight_changes_when_its_fact_changes_and_the_old_one_stays_in_histo
     assert (second.items_reflected, second.insights_updated) == (1, 1)
     assert old.insight_id == created.insight_id and old.statement == created.statement
     assert (old.valid_to, old.superseded_at is not None) == (changed_at, True)
-    assert new.key == old.key and "software engineer" in new.statement
+    assert (new.key, new.statement) == (old.key, "job_title: software engineer")
     assert (new.valid_from, new.valid_to, new.evidence_message_ids) == (changed_at, None, [202])
 
 
-def test_reflecting_the_same_statement_again_writes_no_new_insight(settings, engine, namespace):
+def test_reflecting_the_same_statement_again_writes_no_new_insight(scripted_model, engine, namespace):
+    settings = scripted_model.settings
     state_occupation(engine, namespace, "teacher", T0, 7)
     reflect_pending(settings, namespace=namespace)
     with engine.begin() as conn:  # a new version with the same value and statement (e.g. importance changed)
@@ -96,7 +105,8 @@ def test_reflecting_the_same_statement_again_writes_no_new_insight(settings, eng
     assert len(insights(engine, namespace)) == 1
 
 
-def test_older_evidence_goes_into_history_and_the_newest_stays_current(settings, engine, namespace):
+def test_older_evidence_goes_into_history_and_the_newest_stays_current(scripted_model, engine, namespace):
+    settings = scripted_model.settings
     state_occupation(engine, namespace, "pilot", T0 + timedelta(days=30), 9)
     reflect_pending(settings, namespace=namespace)
     with engine.begin() as conn:  # a backfilled, older and contradicting statement of the same attribute
@@ -112,5 +122,5 @@ def test_older_evidence_goes_into_history_and_the_newest_stays_current(settings,
 
     current, history = insights(engine, namespace)
     assert result.insights_historical == 1
-    assert "pilot" in current.statement and current.valid_to is None
-    assert "chef" in history.statement and history.valid_to == T0 + timedelta(days=30)
+    assert (current.statement, current.valid_to) == ("job_title: pilot", None)
+    assert (history.statement, history.valid_to) == ("job_title: chef", T0 + timedelta(days=30))

@@ -76,7 +76,7 @@ def test_an_explicit_week_start_rolls_up_the_week_holding_that_day(
     assert (row.week_start, row.source_message_ids, row.prompt_version, row.has_fts) == (
         old_monday.date(),
         ids,
-        "rollup-v1",
+        "rollup-v2",
         True,
     )
     assert row.summary.strip() and row.model == settings.rollup_model

@@ -18,6 +18,7 @@ from strataflow.pipeline.hot_memory import refresh_hot_memory
 from strataflow.retrieval.context import build_context
 from strataflow.retrieval.context_budget import count_tokens
 from strataflow.retrieval.context_parts import resolve_intent
+from tests.fixtures.scripted_model import ScriptedModel, fact, item
 
 DIALOG = [
     "我是后端开发工程师，在杭州工作。",
@@ -35,10 +36,20 @@ INSERT_REPORT = text(
 
 
 @pytest.fixture
-def loaded(settings: Settings, namespace: str, load: Any) -> str:
-    """A subject with L2 items, a hot summary and typed hot items; returns the namespace."""
-    load({"c": DIALOG})
-    hot = refresh_hot_memory(settings, namespace=namespace)
+def loaded(namespace: str, load: Any, scripted_model: ScriptedModel) -> str:
+    """A subject with L2 items (a known extraction: the scripted model) and a hot summary; returns the
+    namespace."""
+    scripted_model.says(DIALOG[0], fact("job_title", "后端开发工程师"), fact("location", "杭州"))
+    scripted_model.says(
+        DIALOG[1], fact("education", "博士"), fact("university", "同济大学"), fact("major", "金融")
+    )
+    scripted_model.says(DIALOG[2], item("intent", "target_programs", ["IANG"]))
+    scripted_model.says(
+        DIALOG[3], item("status", "status_login_page", {"status": "in_progress", "progress": 60})
+    )
+    scripted_model.says(DIALOG[4], item("decision", "decision_cache", {"decision": "Redis"}))
+    load({"c": DIALOG}, using=scripted_model.settings)
+    hot = refresh_hot_memory(scripted_model.settings, namespace=namespace)
     assert hot.summaries_written == 1 and hot.errors == []
     return namespace
 
@@ -99,7 +110,7 @@ def test_profiles_go_between_the_seed_markers_and_a_disabled_one_is_left_out(
     assert both.text.index("<!-- USER_MEMORY_START -->") < both.text.index("<!-- USER_MEMORY_END -->")
     assert both.text.index("<!-- USER_MEMORY_END -->") < both.text.index("<!-- WORK_MEMORY_START -->")
     user_block = both.text.split("<!-- USER_MEMORY_START -->\n")[1].split("\n<!-- USER_MEMORY_END -->")[0]
-    assert json.loads(user_block)["occupation"] == "后端开发工程师"
+    assert json.loads(user_block)["occupation"] == "后端开发工程师", "the document of the subject's L2 items"
     assert "WORK_MEMORY" not in _context(engine, settings, loaded, "c", query, profile="user").text
     assert "MEMORY_START" not in _context(engine, settings, loaded, "c", query).text  # profile=none
     with engine.begin() as conn:
@@ -132,7 +143,7 @@ def test_an_agent_sees_unscoped_own_and_shared_items_never_anothers_private_ones
 
     assert keys("agent_a") == {"q3_plan", "handbook", "budget"}
     assert keys("agent_b") == {"handbook", "budget"}
-    assert keys(None) == {"q3_plan", "handbook", "budget"}
+    assert keys(None) == {"handbook", "budget"}  # no agent: no agent's private items
 
 
 def test_weekly_reports_are_chosen_by_similarity_with_recency_breaking_recap_ties(

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
+from tests.fixtures.scripted_model import ScriptedModel, fact
 from tests.fixtures.service import Tenant, make_tenant
 
 
@@ -157,30 +158,36 @@ def test_profiles_round_trip_with_status_and_markers_in_the_context(
 
 
 def test_the_seed_000_tools_save_info_summarize_and_user_context(
-    api_url: str, tenants: dict[str, Tenant], subject: str
+    scripted_api_url: str, scripted_model: ScriptedModel, tenants: dict[str, Tenant], subject: str
 ) -> None:
-    alpha = tenants["alpha"].client(api_url)
-    exchange = {
-        "subject": subject, "user_message": "我今年三十多岁，在上海做产品经理。",
-        "assistant_message": "好的，了解了。",
-    }  # fmt: skip
+    said = "我今年四十出头，在成都做律师。"
+    scripted_model.says(said, fact("age", "40+"), fact("job_title", "律师"), fact("location", "成都"))
+    alpha = tenants["alpha"].client(scripted_api_url)
+    exchange = {"subject": subject, "user_message": said, "assistant_message": "好的，了解了。"}
     saved = alpha.post("/v1/save_info", json=exchange)
     assert saved.status_code == 200, saved.text
     body = saved.json()
-    assert body["saved_count"] >= 2 and len(body["saved_memories"]) == body["saved_count"]
-    assert "上海" in str(body["extracted_info"]) and "产品经理" in str(body["extracted_info"])
+    assert body["extracted_info"] == {"age": "40+", "job_title": "律师", "location": "成都"}
+    assert body["saved_count"] == len(body["saved_memories"]) == 3 and body["skipped_fields"] == []
+    assert [(m["memoryType"], m["field"], m["content"]) for m in body["saved_memories"]] == [
+        ("FACT", "age", "年龄：40+"),
+        ("FACT", "job_title", "职位：律师"),
+        ("FACT", "location", "所在地：成都"),
+    ]
     again = alpha.post("/v1/save_info", json=exchange).json()
-    assert again["saved_count"] == 0 and again["skipped_fields"]
+    assert again["saved_count"] == 0 and sorted(again["skipped_fields"]) == ["age", "job_title", "location"]
+    assert scripted_model.tasks() == ["extract"], "the second call was answered by the cache"
     summary = alpha.post("/v1/summarize", json={"subject": subject}).json()
     assert set(summary["completeness"]) >= {"score", "filled_fields", "missing_fields"}
+    assert sorted(summary["completeness"]["filled_fields"]) == ["age", "job_title", "location"]
     assert summary["narrative_summary"] and summary["language"] == "zh"
     found = alpha.post("/v1/user_context", json={"subject": subject, "query": "他在哪里工作？"}).json()
-    assert found["total_memories"] >= 2 and any("上海" in m["content"] for m in found["memories"])
-    _error(tenants["reader"].client(api_url).post("/v1/save_info", json=exchange), 403)
+    assert found["total_memories"] == 3 and "所在地：成都" in [m["content"] for m in found["memories"]]
+    _error(tenants["reader"].client(scripted_api_url).post("/v1/save_info", json=exchange), 403)
     assert (
         tenants["beta"]
-        .client(api_url)
-        .post("/v1/user_context", json={"subject": subject, "query": "上海"})
+        .client(scripted_api_url)
+        .post("/v1/user_context", json={"subject": subject, "query": "成都"})
         .json()["total_memories"]
         == 0
     )

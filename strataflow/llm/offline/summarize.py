@@ -1,8 +1,10 @@
 """The rollup, reflect and hot_summary stages of the offline provider: extractive, never invented.
 
-- rollup: a Markdown weekly report of the <messages> block: who spoke and how much, the days covered, the
-  most informative user sentences, and key events (the items the extract rules find: decisions, status,
-  profile facts, intents), each with the ids of the messages behind it.
+- rollup: a Markdown weekly report of the <messages> block (who spoke and how much, the days covered, the
+  key events, the most informative user sentences) and, as the rollup prompt asks of any model, its key
+  events each with the ids of the messages behind it: the items the extract rules find (decisions, status,
+  profile facts, intents), then each of those user sentences. The summary cites no ids: like a model's,
+  it is text, and the ids travel in `key_events[].message_ids` only.
 - reflect: one insight per attribute (key) of the <memories> block: a question ("What is the user's
   job title?"), a statement from the newest value, a confidence that grows with agreeing evidence, and the
   ids of the memories behind it.
@@ -100,7 +102,8 @@ def key_events(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def rollup(messages: list[dict[str, Any]], week: str | None = None) -> dict[str, Any]:
-    """RollupOutput as a dict: Markdown summary + key events with message ids."""
+    """RollupOutput as a dict: a Markdown summary, and key events with message ids (the rule events, then
+    the informative user sentences, each resting on its own message)."""
     valid = [m for m in messages if _id(m) is not None]
     roles = Counter(str(m.get("role") or "unknown") for m in valid)
     speakers = Counter(str(m["speaker"]) for m in valid if m.get("speaker"))
@@ -115,21 +118,14 @@ def rollup(messages: list[dict[str, Any]], week: str | None = None) -> dict[str,
         )
     events = key_events(valid)
     if events:
-        lines += ["", "### Key events"] + [
-            f"- {event['event']} [msg {', '.join(map(str, event['message_ids']))}]" for event in events
-        ]
+        lines += ["", "### Key events"] + [f"- {event['event']}" for event in events]
     highlights = sorted(_informative_sentences(valid), key=lambda row: -row[2])[:MAX_HIGHLIGHTS]
     if highlights:
         order = {(_id(m)): i for i, m in enumerate(valid)}
         highlights.sort(key=lambda row: order.get(row[0], 0))
-        lines += ["", "### What the user said"] + [
-            f"- {_clip(text)} [msg {mid}]" for mid, text, _ in highlights
-        ]
-    if not events:
-        events = [
-            {"event": f"user: {_clip(text, 160)}", "message_ids": [mid]} for mid, text, _ in highlights[:5]
-        ]
-    return {"summary": "\n".join(lines), "key_events": events}
+        lines += ["", "### What the user said"] + [f"- {_clip(text)}" for _, text, _ in highlights]
+    said = [{"event": f"user: {_clip(text, 160)}", "message_ids": [mid]} for mid, text, _ in highlights]
+    return {"summary": "\n".join(lines), "key_events": events + said}
 
 
 def _value_text(value: Any) -> str:

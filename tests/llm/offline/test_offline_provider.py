@@ -152,6 +152,17 @@ def test_rollup_is_an_extractive_report_with_message_ids(litellm: Any) -> None:
     assert events["decision — decision postgresql: decision: Postgres, reason: it supports JSONB"] == [101]
     assert events["status — status migration: status: in_progress, progress: 80"] == [103]
     assert {i for event in output.key_events for i in event.message_ids} <= {101, 103, 104}
+    # Like a model answering the rollup prompt, the summary is text without ids: the ids of what the user
+    # said travel as key events, one per informative sentence, each resting on its own message.
+    assert "[msg" not in output.summary and "101" not in output.summary
+    said = {event.event.removeprefix("user: "): event.message_ids for event in output.key_events
+            if event.event.startswith("user: ")}  # fmt: skip
+    assert said == {
+        "We decided to use Postgres because it supports JSONB.": [101],
+        "The migration is 80% done, the last tables move on Friday.": [103],
+        "Alice is our PM and the new dashboard is really confusing for the sales team.": [104],
+    }
+    assert all(sentence in output.summary for sentence in said)
 
 
 def test_reflect_gives_one_insight_per_key_from_the_newest_value(litellm: Any) -> None:

@@ -1,0 +1,117 @@
+"""`strataflow analytics ...`: the dbt project of analytics/ (build, docs, freshness), its generated files."""
+
+from __future__ import annotations
+
+import typer
+
+from strataflow.commands.common import cli_errors, settings_or_exit, stderr
+
+analytics_app = typer.Typer(
+    help="The dbt project in analytics/: marts in schema analytics, docs, source freshness.",
+    no_args_is_help=True,
+)
+
+
+def _finish(run: object, what: str) -> None:
+    from models.analytics import AnalyticsRun
+
+    assert isinstance(run, AnalyticsRun)
+    for node in run.results:
+        typer.echo(f"  {node.status:8} {node.resource_type:6} {node.name} ({node.execution_time_s:.2f} s)")
+    failed = run.failed()
+    if not run.success:
+        detail = "; ".join(f"{n.name}: {n.message}" for n in failed) or run.error or "see the log"
+        typer.echo(f"error: {run.command} failed: {detail} (log: {run.log_path})", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{run.command}: {len(run.results)} node(s) ok; {what} {run.target_dir}")
+
+
+@analytics_app.command("build")
+def build() -> None:
+    """Run `dbt build` (seeds, staging views, the four marts, data tests) into schema analytics, as the role
+    strataflow_dbt that reads every namespace under row-level security and writes only there. Analyst roles
+    then select the marts and see their granted namespaces only.
+
+    Example: strataflow analytics build
+    (then: psql "$(strataflow db url --role bi)" -c 'table analytics.mart_llm_cost')
+    """
+    from strataflow.ops import analytics
+
+    settings = settings_or_exit()
+    with cli_errors():
+        stderr("running dbt build on analytics/ as strataflow_dbt ...")
+        _finish(analytics.build(settings), "artifacts in")
+
+
+@analytics_app.command("docs")
+def docs() -> None:
+    """Run `dbt docs generate` and print where the site is (index.html, manifest.json, catalog.json); open it
+    with `dbt docs serve --project-dir analytics --target-path DIR` or any static file server.
+
+    Example: strataflow analytics docs
+    """
+    from strataflow.ops import analytics
+
+    settings = settings_or_exit()
+    with cli_errors():
+        run = analytics.docs(settings)
+        _finish(run, "docs site (index.html, catalog.json) in")
+
+
+@analytics_app.command("freshness")
+def freshness() -> None:
+    """Run `dbt source freshness`: the nightly's relations warn after 1 day and error after 2, the weekly's
+    after 8 and 15 (exit 1 on an error).
+
+    Example: strataflow analytics freshness
+    """
+    from strataflow.ops import analytics
+
+    settings = settings_or_exit()
+    with cli_errors():
+        _finish(analytics.freshness(settings), "results in")
+
+
+@analytics_app.command("sources")
+def sources(
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when a file is out of date."),
+) -> None:
+    """Write the generated files of analytics/: the sources with the column comments of sql/, and the profile
+    vocabulary seed. Run it after a migration changes a view or a comment.
+
+    Example: strataflow analytics sources --check
+    """
+    from strataflow.ops import dbt_sources
+
+    if check:
+        stale = dbt_sources.stale_files()
+        for path in stale:
+            typer.echo(f"{path} is out of date: run strataflow analytics sources", err=True)
+        if stale:
+            raise typer.Exit(1)
+        typer.echo("analytics/ generated files are up to date")
+        return
+    for path in dbt_sources.write_files():
+        typer.echo(f"wrote {path}")
+
+
+@analytics_app.command("env")
+def env() -> None:
+    """Print `export` lines for analytics/profiles.yml (the role strataflow_dbt, its password, host, port,
+    database), to run dbt by hand: eval "$(strataflow analytics env)"; dbt build --project-dir analytics
+    --profiles-dir analytics.
+    """
+    import shlex
+
+    from strataflow.ops import analytics
+
+    settings = settings_or_exit()
+    with cli_errors():
+        variables = analytics.dbt_environment(settings, analytics.ensure_builder(settings))
+        for name, value in variables.items():
+            typer.echo(f"export {name}={shlex.quote(value)}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `analytics` to the strataflow app."""
+    app.add_typer(analytics_app, name="analytics")

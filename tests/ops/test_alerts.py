@@ -1,0 +1,162 @@
+"""Alerts through a Prefect automation on a real Prefect server (triggers and event persister on): a failed
+strataflow flow run and a completed_with_errors event reach a local webhook."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from models.params import RunCounts, RunSummary
+from strataflow.ops import alerts
+from strataflow.ops.serve import wait_healthy
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A local receiver: (its URL, the JSON bodies POSTed to it so far)."""
+    received: list[dict[str, Any]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the http.server convention)
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append(json.loads(body))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/alert", received
+    server.shutdown()
+
+
+@pytest.fixture
+def prefect_server(tmp_path: Path) -> Iterator[str]:
+    """`prefect server start` on a free port, its own PREFECT_HOME, automations on; its API URL."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
+        "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
+    }
+    env.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    log = (tmp_path / "server.log").open("wb")
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_healthy(url, process, timeout_s=180)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _wait_for(received: list[dict[str, Any]], wanted: Any, timeout_s: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        hit = next((body for body in received if wanted(body)), None)
+        if hit is not None:
+            return hit
+        time.sleep(0.5)
+    raise AssertionError(f"no matching webhook POST within {timeout_s:.0f} s; received: {received}")
+
+
+# Three flow runs against the server, in a process of their own as `strataflow run` would be (in this process
+# the session's test harness owns Prefect's event worker): a strataflow-named flow that fails, one that
+# closes with errors, and another project's flow that fails. Prints the three final states' flow run ids.
+RUNS = """
+import json
+from prefect import flow
+from prefect.runtime import flow_run
+from models.params import RunCounts, RunSummary
+from strataflow.ops import alerts
+
+@flow(name="weekly")
+def failing_weekly():
+    raise RuntimeError("the model is unreachable")
+
+@flow(name="nightly")
+def nightly_with_errors():
+    summary = RunSummary(flow="nightly", run_id="r-1", prefect_flow_run_id=str(flow_run.id),
+                         status="completed_with_errors", counts=RunCounts(units_failed=1, llm_calls=3),
+                         errors=["extract of scope sha256:abc failed"])
+    return alerts.emit_run_events(summary)
+
+@flow(name="someone-elses-flow")
+def unrelated():
+    raise RuntimeError("not ours")
+
+states = [f(return_state=True) for f in (failing_weekly, nightly_with_errors, unrelated)]
+print(json.dumps({"ids": [str(s.state_details.flow_run_id) for s in states],
+                  "types": [s.type.value for s in states], "emitted": states[1].result()}))
+"""
+
+
+def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automation(
+    prefect_server: str, webhook: tuple[str, list[dict[str, Any]]]
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    url, received = webhook
+    with temporary_settings({PREFECT_API_URL: prefect_server}):
+        alerts.register_alerts(url)
+        alerts.register_alerts(url)  # again: replaced, not added
+        with get_client(sync_client=True) as client:
+            assert len(client.read_automations_by_name(alerts.AUTOMATION_NAME)) == 1
+    env = {**os.environ, "PREFECT_API_URL": prefect_server}
+    done = subprocess.run(
+        [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=300, check=True
+    )
+    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert runs["types"] == ["FAILED", "COMPLETED", "FAILED"]
+    assert runs["emitted"] == [alerts.EVENT_COMPLETED, alerts.EVENT_WITH_ERRORS]
+    failed_id, errors_id, _ = runs["ids"]
+
+    hit = _wait_for(received, lambda body: body["flow_run_id"] == failed_id)
+    assert hit["event"] == "prefect.flow-run.Failed" and "unreachable" in hit["state_message"]
+    hit = _wait_for(received, lambda body: body["event"] == alerts.EVENT_WITH_ERRORS)
+    assert hit["flow_run_id"] == errors_id
+    assert hit["payload"]["failed_scopes"] == ["extract of scope sha256:abc failed"]
+    assert hit["payload"]["counts"]["units_failed"] == 1
+    time.sleep(3)  # what else arrives: only the two alerts (no completed event, no other flow's failure)
+    assert sorted(body["event"] for body in received) == ["prefect.flow-run.Failed", alerts.EVENT_WITH_ERRORS]
+
+
+def test_a_closed_run_emits_completed_and_only_a_run_with_errors_the_second_event() -> None:
+    def summary(status: Any) -> RunSummary:
+        return RunSummary(flow="weekly", run_id="r", status=status, counts=RunCounts())
+
+    assert alerts.run_event_names(summary("completed")) == [alerts.EVENT_COMPLETED]
+    assert alerts.run_event_names(summary("budget_stopped")) == [alerts.EVENT_COMPLETED]
+    assert alerts.run_event_names(summary("completed_with_errors")) == [
+        alerts.EVENT_COMPLETED,
+        alerts.EVENT_WITH_ERRORS,
+    ]
+    assert alerts.run_event_names(summary("failed")) == []
