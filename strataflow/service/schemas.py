@@ -175,8 +175,10 @@ class MemoryListParams(Strict):
 
 
 class ProfileStatusBody(Strict):
-    status: Literal["active", "disabled"] = Field(
-        description="active or disabled (a disabled document is left out of every context and tool answer)"
+    # Seed 002 spells them ACTIVE / DISABLED; the library answers in lower case.
+    status: Literal["active", "disabled", "ACTIVE", "DISABLED"] = Field(
+        description="active or disabled, either case (a disabled document is left out of every context and "
+        "tool answer)"
     )
 
 

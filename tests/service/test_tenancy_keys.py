@@ -176,14 +176,12 @@ def test_internal_kinds_are_refused_on_every_surface(
 
 
 def test_the_library_refuses_internal_kinds_too(conn: Any, namespace: str) -> None:
-    from strataflow.memory import entries
-    from strataflow.memory.api import save_memory
-    from strataflow.memory.entry_fields import EntryFieldError
+    from strataflow.memory.api import create_memory
+    from strataflow.memory.item_fields import MemoryFieldError
 
-    with pytest.raises(EntryFieldError, match="hot_summary"):
-        entries.save_entry(conn, namespace, "u1", "hot_summary", "recap", "text")
-    with pytest.raises(ValueError, match="not one of"):
-        save_memory(conn, namespace, "u1", "hot_summary", "hot_summary", "text")
+    with pytest.raises(MemoryFieldError, match="hot_summary") as refused:
+        create_memory(conn, namespace, "u1", "hot_summary", "recap", "text")
+    assert refused.value.field == "type"
 
 
 def test_create_key_binds_the_agent_and_list_keys_shows_it(engine: Engine, team: dict[str, Any]) -> None:
