@@ -38,6 +38,7 @@ from strataflow.db.engine import engine_for
 from strataflow.llm import lazy
 from strataflow.llm.gateway import STAGE_MODEL_FIELD
 from strataflow.llm.ledger import input_hash
+from strataflow.llm.tokens import count_prompt_tokens
 from strataflow.pipeline import extract, hot_memory, reflect, reflect_prompt, rollup, rollup_prompt, scopes
 from strataflow.timeutil import week_bounds
 
@@ -81,7 +82,7 @@ class Counter:
     def add(self, namespace: str, subject_id: str, prompt: list[dict[str, str]], current: bool) -> None:
         """One request of the work: counted as sent, or (already current, without force) apart as skipped."""
         self.scopes.add((namespace, subject_id))
-        tokens = int(self.litellm.token_counter(model=self.model, messages=prompt))
+        tokens = count_prompt_tokens(self.model, prompt)
         self.plan.already_current += current
         if current and not self.force:
             self.plan.already_current_prompt_tokens += tokens
