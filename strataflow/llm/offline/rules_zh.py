@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from strataflow.llm.offline import aliases
 from strataflow.llm.offline.numbers import NUMBER, parse_quantity
 from strataflow.llm.offline.text import (
-    CJK,
     CURRENT_FACT_GUARDS,
     INTENT_GUARDS,
     Finding,
     cut,
 )
+from strataflow.textsearch import CJK
 
 Rule = Callable[[str], Iterator[Finding]]
 
