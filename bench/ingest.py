@@ -34,7 +34,6 @@ loaded machine lowers the ratio); progress on stderr.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -54,6 +53,7 @@ from bench import cpu
 from strataflow.config import Settings, load_settings
 from strataflow.db import migrations
 from strataflow.db.engine import engine_for
+from strataflow.hashes import content_hash
 from strataflow.textsearch import chinese_tokens
 
 COPY_TABLE = "bench_copy_messages"
@@ -222,7 +222,7 @@ def time_copy(engine: Engine, settings: Settings, path: Path) -> float:
                             r["source_message_id"],
                             r["role"],
                             r["content"],
-                            hashlib.sha256(r["content"].encode()).hexdigest(),
+                            content_hash(r["content"]),
                             event_at,
                             event_at + retention,
                             orjson.dumps(r["metadata"]).decode(),

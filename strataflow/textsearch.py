@@ -13,7 +13,6 @@ and for a query:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from functools import lru_cache
@@ -27,11 +26,6 @@ CJK_RUN = re.compile(f"[{CJK}]+")
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 TSVECTOR_SQL = "(to_tsvector('english', {en}) || to_tsvector('simple', {zh}))"
 TSQUERY_SQL = "(to_tsquery('english', {en}) || to_tsquery('simple', {zh}))"
-
-
-def content_hash(text: str) -> str:
-    """sha256 of the text: the identity of a content version (dedup, caches, re-extraction)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def detect_lang(text: str) -> str:

@@ -25,10 +25,11 @@ from models.messages import (
     record_fields,
     validation_context,
 )
+from strataflow.hashes import content_hash
 from strataflow.ingest.fulltext import Lexicon, UnknownWords
 from strataflow.ingest.intent import classify_intent
 from strataflow.ingest.readers import ReadError, ReadItem
-from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
+from strataflow.textsearch import CJK_RUN, detect_lang, fts_parts
 
 # The "subject_id" member of a line that is not valid JSON: any spacing, a JSON string value.
 RAW_SUBJECT = re.compile(r'"subject_id"\s*:\s*("(?:[^"\\]|\\.)*")')

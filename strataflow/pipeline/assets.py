@@ -21,17 +21,17 @@ from sqlalchemy import Connection, Engine, text
 from models.results import AssetResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.hashes import content_hash, file_checksum
 from strataflow.ingest.asset_readers import (
     AssetError,
     ParsedAsset,
     asset_files,
-    file_checksum,
     parse_file,
     parse_sql,
 )
 from strataflow.ingest.chunking import Chunk
 from strataflow.llm.embeddings import embed_texts_counted
-from strataflow.textsearch import TSVECTOR_SQL, content_hash, detect_lang, fts_parts
+from strataflow.textsearch import TSVECTOR_SQL, detect_lang, fts_parts
 
 logger = logging.getLogger(__name__)
 

@@ -30,6 +30,7 @@ from sqlalchemy import Connection, text
 from models.lifecycle import ExpireResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.pipeline.embed import embedding_cache_prune
 from strataflow.pipeline.scopes import WEEK_HASH_SQL
 
 logger = logging.getLogger(__name__)
@@ -148,24 +149,11 @@ DELETE_ALLOWED = text(
     """
 )
 # The vectors of the removed messages' texts, where no remaining row has that text (the rows of partitions
-# about to be dropped do not count; the other allowed rows are deleted by now). The L2/L3 texts are hashed as
-# strataflow/pipeline/embed.py embeds them (the stripped statement or summary).
-PRUNE_EMBEDDING_CACHE = text(
-    """
-    delete from embedding_cache as e
-    where e.content_hash in (select k.content_hash from expire_candidates as c
-                             join message_keys as k on k.message_id = c.message_id
-                             where c.allowed)
-      and not exists (select 1 from conversation_messages as m
-                      where m.content_hash = e.content_hash and m.tableoid <> all(cast(:dropped as oid[])))
-      and not exists (select 1 from asset_chunks as a where a.content_hash = e.content_hash)
-      and not exists (select 1 from memory_items as i
-                      where encode(sha256(convert_to(btrim(i.statement), 'UTF8')), 'hex') = e.content_hash)
-      and not exists (select 1 from weekly_reports as r
-                      where encode(sha256(convert_to(r.summary, 'UTF8')), 'hex') = e.content_hash)
-      and not exists (select 1 from insights as n
-                      where encode(sha256(convert_to(n.statement, 'UTF8')), 'hex') = e.content_hash)
-    """
+# about to be dropped do not count; the other allowed rows are deleted by now).
+PRUNE_EMBEDDING_CACHE = embedding_cache_prune(
+    "select k.content_hash from expire_candidates as c join message_keys as k on k.message_id = c.message_id "
+    "where c.allowed",
+    going={"conversation_messages": "r.tableoid = any(cast(:dropped as oid[]))"},
 )
 INSERT_REPORT = text(
     """

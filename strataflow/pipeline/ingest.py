@@ -8,7 +8,6 @@ skipped whole; a
 SQL source keeps the largest updated_at it has seen.
 """
 
-import hashlib
 import logging
 import uuid
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from sqlalchemy import Connection, text
 from models.results import IngestResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
-from strataflow.ingest.asset_readers import file_checksum
+from strataflow.hashes import content_hash, file_checksum
 from strataflow.ingest.enrich import ChunkOptions
 from strataflow.ingest.pipeline import ingest_chunks
 from strataflow.ingest.readers import (
@@ -158,7 +157,7 @@ def _ingest_sql(
 ) -> None:
     if not url or not query:
         raise ReaderError("the sql format needs --url (a SQLAlchemy URL) and --query (a select statement)")
-    name = source or "sql:" + hashlib.sha256(f"{url}\n{query}".encode()).hexdigest()[:12]
+    name = source or "sql:" + content_hash(f"{url}\n{query}")[:12]
     scope, watermark_namespace = f"sql:{name}", namespace or "*"
     with conn.begin():
         row = conn.execute(SELECT_WATERMARK, {"namespace": watermark_namespace, "scope": scope}).one_or_none()

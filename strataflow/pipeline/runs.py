@@ -16,7 +16,6 @@ forgotten subject.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sys
@@ -28,6 +27,7 @@ from pydantic import BaseModel
 from sqlalchemy import Engine, text
 
 from models.results import LLMStageResult
+from strataflow.hashes import subject_hash
 
 R = TypeVar("R")
 
@@ -67,8 +67,7 @@ class StageFailed(RuntimeError):
 
 def scope_ref(namespace: str, subject_id: str) -> str:
     """How run records and logs name a scope: the namespace and sha256(namespace NUL subject_id)[:12]."""
-    digest = hashlib.sha256(f"{namespace}\x00{subject_id}".encode()).hexdigest()
-    return f"{namespace}/sha256:{digest[:12]}"
+    return f"{namespace}/sha256:{subject_hash(namespace, subject_id)[:12]}"
 
 
 def stage_logger(name: str) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:

@@ -12,10 +12,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from models.messages import MessageRecord, describe_errors, validation_context
+from strataflow.hashes import content_hash
 from strataflow.ingest.enrich import ChunkOptions, PreparedChunk, _problem, to_json
 from strataflow.ingest.intent import classify_intent
 from strataflow.ingest.readers import ReadError, ReadItem
-from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
+from strataflow.textsearch import CJK_RUN, detect_lang, fts_parts
 
 
 def legacy_prepare_chunk(items: list[ReadItem], options: ChunkOptions) -> PreparedChunk:
