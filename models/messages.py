@@ -99,23 +99,11 @@ def validation_context(tz: ZoneInfo, max_content_chars: int) -> dict[str, Any]:
     return {"tz": tz, "max_content_chars": max_content_chars}
 
 
-# A validated record as a plain tuple, in this order (what the ingest reads from a MessageRecord).
+# A validated record as a plain tuple (what the ingest reads from a MessageRecord): conversation_id,
+# subject_id, source_message_id, role, content, created_at, namespace, source, agent_id, lang, metadata.
 RecordFields = tuple[
     str, str, str, Role, str, datetime, str | None, str | None, str | None, str | None, dict[str, Any] | None
 ]
-FIELD_ORDER = (
-    "conversation_id",
-    "subject_id",
-    "source_message_id",
-    "role",
-    "content",
-    "created_at",
-    "namespace",
-    "source",
-    "agent_id",
-    "lang",
-    "metadata",
-)
 # The one time layout the fast path reads itself; pydantic reads every other layout it accepts.
 CANONICAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
 ROLES: dict[str, Role] = {role.value: role for role in Role}

@@ -12,7 +12,7 @@ from strataflow.commands.common import cli_errors, settings_or_exit
 from strataflow.errors import UserError
 
 memory_app = typer.Typer(
-    help="Memory items (L2): save, update, delete, get, list, search.", no_args_is_help=True
+    help="Memory items (L2): save (create), update, delete, get, list, search.", no_args_is_help=True
 )
 
 NAMESPACE = typer.Option(..., "--namespace", "-n", help="Namespace (project, agent or app).")
@@ -42,17 +42,41 @@ def _emit(payload: Any) -> None:
 
 
 def _write(action: Any) -> Any:
-    """Run one memory_api call in a committed transaction; map our errors to a clean exit."""
+    """Run one memory API call in a committed transaction; map its errors to a clean exit."""
     from strataflow.db.engine import engine_for
-    from strataflow.memory.api import MemoryNotFound
+    from strataflow.memory.api import MemoryConflict, MemoryForbidden, MemoryNotFound
 
     settings = settings_or_exit()
     with cli_errors():
         try:
             with engine_for(settings).begin() as conn:
                 return action(conn)
-        except (MemoryNotFound, ValueError) as exc:
+        except (MemoryNotFound, MemoryConflict, MemoryForbidden, ValueError) as exc:
             raise UserError(str(exc)) from None
+
+
+def _item_id(
+    conn: Any,
+    namespace: str,
+    subject: str | None,
+    item_id: int | None,
+    kind: str | None,
+    key: str | None,
+    agent: str | None,
+    include_deleted: bool = False,
+) -> int:
+    """The id given, or the id of the subject's item of this kind and key that the agent sees."""
+    from strataflow.memory.api import find_memory
+    from strataflow.memory.item_fields import normalize_key
+
+    if item_id is not None:
+        return item_id
+    if kind is None or key is None or subject is None:
+        raise ValueError("give --id, or --subject with --kind and --key")
+    found = find_memory(
+        conn, namespace, subject, kind, normalize_key(key), agent_id=agent, include_deleted=include_deleted
+    )
+    return found.id
 
 
 @memory_app.command("save")
@@ -64,34 +88,35 @@ def save(
     ),
     key: str = typer.Option(..., "--key", help="snake_case key, e.g. age."),
     value: str = typer.Option(..., "--value", help='The value; JSON when it parses (30, ["a"]), else text.'),
-    statement: str = typer.Option(None, "--statement", help="The statement in the user's words."),
+    statement: str = typer.Option(
+        None, "--statement", help="The statement in the user's words (default: a text value itself)."
+    ),
     agent: str = AGENT,
     category: str = typer.Option(
         None, "--category", help="Category (basic, career, immigration, family, ...)."
     ),
     importance: int = typer.Option(None, "--importance", min=0, max=100, help="0-100; default by kind."),
 ) -> None:
-    """Save a memory item by hand (versioned, source manual; extraction will not overwrite it).
+    """Create a memory item by hand (versioned, source manual; extraction will not overwrite it). A key that
+    the subject (and agent) already has is refused: change it with `strataflow memory update`.
 
     Example: strataflow memory save -n demo -s u1 --kind fact --key age --value 30 --statement "I am 30"
     """
-    from strataflow.memory.api import save_memory
+    from strataflow.memory.api import MemoryConflict, create_memory
+    from strataflow.memory.item_fields import normalize_key
 
-    result = _write(
-        lambda conn: save_memory(
-            conn,
-            namespace,
-            subject,
-            kind,
-            key,
-            _parse_value(value),
-            statement,
-            agent_id=agent,
-            category=category,
-            importance=importance,
-        )  # fmt: skip
-    )
-    _emit(result.model_dump(mode="json"))
+    def action(conn: Any) -> Any:
+        try:
+            return create_memory(
+                conn, namespace, subject, kind, normalize_key(key), _parse_value(value), statement=statement,
+                agent_id=agent, category=category, importance=importance,
+            )  # fmt: skip
+        except MemoryConflict as exc:
+            raise UserError(
+                f"{exc}: strataflow memory update -n {namespace} -s {subject} --id {exc.item_id} --value ..."
+            ) from None
+
+    _emit(_write(action).model_dump(mode="json"))
 
 
 @memory_app.command("update")
@@ -111,22 +136,23 @@ def update(
 
     Example: strataflow memory update -n demo -s u1 --kind fact --key age --value 31
     """
-    from strataflow.memory.api import update_memory
+    from strataflow.memory.api import UNSET, update_memory
 
-    changes: dict[str, Any] = {}
-    if value is not None:
-        changes["value"] = _parse_value(value)
-    for name, given in (("statement", statement), ("category", category), ("importance", importance)):
-        if given is not None:
-            changes[name] = given
-    if not changes:
+    if value is None and statement is None and category is None and importance is None:
         typer.echo(
             "error: nothing to update: give --value, --statement, --category or --importance", err=True
         )
         raise typer.Exit(1)
     result = _write(
         lambda conn: update_memory(
-            conn, namespace, subject, item_id=item_id, kind=kind, key=key, agent_id=agent, **changes
+            conn,
+            namespace,
+            _item_id(conn, namespace, subject, item_id, kind, key, agent),
+            agent_id=agent,
+            value=UNSET if value is None else _parse_value(value),
+            statement=statement,
+            category=category,
+            importance=importance,
         )
     )
     _emit(result.model_dump(mode="json"))
@@ -149,7 +175,7 @@ def delete(
 
     result = _write(
         lambda conn: delete_memory(
-            conn, namespace, subject, item_id=item_id, kind=kind, key=key, agent_id=agent
+            conn, namespace, _item_id(conn, namespace, subject, item_id, kind, key, agent), agent_id=agent
         )
     )
     _emit(result.model_dump(mode="json"))
@@ -169,26 +195,15 @@ def get(
 
     Example: strataflow memory get -n demo -s u1 --kind fact --key age --history
     """
-    from strataflow.memory.api import MemoryNotFound, get_memory, memory_history
+    from strataflow.memory.api import get_memory, memory_history
 
     def action(conn: Any) -> dict[str, Any]:
-        item = get_memory(
-            conn,
-            namespace,
-            subject,
-            item_id=item_id,
-            kind=kind,
-            key=key,
-            agent_id=agent,
-            include_deleted=True,
-        )
-        if item is None:
-            raise MemoryNotFound(f"no memory item {item_id or f'{kind}:{key}'} in namespace {namespace!r}")
+        found = _item_id(conn, namespace, subject, item_id, kind, key, agent, include_deleted=True)
+        item = get_memory(conn, namespace, found, agent_id=agent, include_deleted=True)
         payload = item.model_dump(mode="json")
         if history:
-            payload["history"] = [
-                v.model_dump(mode="json") for v in memory_history(conn, namespace, item.item_id)
-            ]
+            versions = memory_history(conn, namespace, item.id, agent_id=agent)
+            payload["history"] = [version.model_dump(mode="json") for version in versions]
         return payload
 
     _emit(_write(action))
@@ -203,18 +218,18 @@ def list_(
     include_deleted: bool = typer.Option(False, "--include-deleted", help="Also list deleted items."),
     limit: int = typer.Option(100, "--limit", min=1, max=10000, help="At most this many items."),
 ) -> None:
-    """List memory items, one JSON object per line, most important first.
+    """List memory items, one JSON object per line, newest first.
 
     Example: strataflow memory list -n demo -s u1 --kind fact
     """
     from strataflow.memory.api import list_memories
 
-    items = _write(
+    page = _write(
         lambda conn: list_memories(
-            conn, namespace, subject, agent_id=agent, kind=kind, include_deleted=include_deleted, limit=limit
+            conn, namespace, subject, agent_id=agent, type=kind, include_deleted=include_deleted, limit=limit
         )
     )
-    for item in items:
+    for item in page.entries:
         _emit(item.model_dump(mode="json"))
 
 
@@ -236,7 +251,7 @@ def search(
 
     hits = _write(
         lambda conn: search_memories(
-            conn, settings_or_exit(), namespace, query, subject, agent_id=agent, kind=kind, k=k
+            conn, settings_or_exit(), namespace, query, subject, agent_id=agent, type=kind, limit=k
         )
     )
     for hit in hits:

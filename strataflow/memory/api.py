@@ -1,72 +1,124 @@
-"""Memory CRUD over L2 (seed 003 memory provider): save, update, delete, get, list and search of memory items,
-scoped by namespace (+ agent_id) and subject.
+"""The one L2 memory API (the seed 003 memory provider; what the CLI, HTTP, MCP and the adapters call):
+create, update, delete, get, find, list and history of the memory items of a namespace, one row type
+(models.memory_items.MemoryItem), one error set (MemoryNotFound, MemoryConflict, MemoryForbidden; a field the
+library refuses raises strataflow.memory.item_fields.MemoryFieldError, a ValueError naming the field).
+Searching items uses the one retrieval ranking, so it is strataflow.retrieval.item_search.search_memories.
 
-Every write goes through strataflow.memory.store (upsert_item / delete_item with source="manual"), so manual
-edits are versioned in memory_item_versions exactly like extracted ones, and extraction never silently
-overwrites a manual item. The caller owns the transaction (the CLI uses engine.begin()).
+An item is identified by (namespace, subject, agent, kind, key); its key comes from its name
+(item_fields.name_key: a snake_case name is its own key, any other name its ASCII words plus a hash), so a
+name is unique per (subject, agent). Seed 003 types map onto the one kind enum (user -> fact, project ->
+meta; the type is kept as given). Items that were extracted rather than written here read the same way
+(their key is their name, their kind their type).
 
-Seed 003 entry types map onto the one kind enum: user -> fact, project -> meta, feedback and reference stay
-(strataflow.memory.entries keeps the seed's name, description, content and type). Agent scope: the item
-identity is (namespace, subject_id, agent_id, kind, key); a write with agent_id writes that agent's item.
-Reads given an agent_id see the items visible to that agent: its own, the namespace's (no agent) and other
-agents' shared ones (is_shared); reads without one see every item of the namespace. Search is full-text over
-memory_items (English stemming plus jieba-segmented Chinese, OR-ed words ranked by ts_rank) plus a substring
-match on key, name and statement for short or partial words; it needs no embedding, so an item saved a second
-ago is found.
+Semantics, the same on every surface:
+- create: a new item in the (subject, agent) scope; MemoryConflict when an active item there already has the
+  name (the message names it and says to update it instead). A deleted item of the same name and kind comes
+  back as a new version of itself.
+- update: explicit, by id; only the fields given change (a new name is a new key, checked like create); a
+  new version each time, nothing written when nothing changed (action unchanged).
+- delete: versioned; the item becomes a deleted version and its history stays.
+- Every write is source manual and goes through strataflow.memory.store (so extraction never silently
+  overwrites it); the caller owns the transaction (the CLI uses engine.begin(), the service one per request).
+
+Visibility: the one rule, the SQL function strataflow_item_visible (sql/250), used here and by every other
+reader of memory_items through `visible_to_agent`: an item is visible to a viewer agent when it has no agent,
+is shared, or is the viewer's; without an agent a request sees no agent's private items. Only the owning
+agent changes or deletes an agent's item (MemoryForbidden for another agent's shared one; a request without an
+agent may change only the namespace's items). Hot summaries (an internal kind) are not part of this API.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
-from models import vocabulary
-from models.common import MemoryKind
+from models.memory_items import MemoryItem, MemoryPage, MemoryVersion, MemoryWrite
 from strataflow.memory import store
+from strataflow.memory.item_fields import (
+    checked_fields,
+    checked_importance,
+    checked_limit,
+    content_of,
+    decode_cursor,
+    default_statement,
+    encode_cursor,
+    item_of,
+    name_key,
+    resolve_type,
+    version_of,
+)
 
-SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
+MAX_LIST = 10_000
+
+
+def visible_to_agent(alias: str = "mi", viewer: str = ":agent_id") -> str:
+    """The one agent-visibility rule (sql/250_create_function_item_visible.sql) as a condition on the
+    memory_items of `alias` for the viewer agent bound as `viewer` (null: a request without an agent)."""
+    prefix = f"{alias}." if alias else ""
+    return f"strataflow_item_visible({prefix}agent_id, {prefix}is_shared, cast({viewer} as text))"
+
+
+# memory_items unaliased as a reader with no agent sees them (profiles, summaries, namespace-level stages).
+NAMESPACE_VISIBLE = visible_to_agent("", "null")
 ITEM_COLUMNS = """
-    mi.item_id, mi.namespace, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.value, mi.statement,
-    mi.category, mi.importance, mi.confidence, mi.status, mi.source, mi.version, mi.valid_from,
-    mi.recorded_at, mi.updated_at, mi.created_at,
-    mi.source_message_ids, mi.metadata, mi.name, mi.description, mi.entry_type, mi.is_shared
+    mi.item_id, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.value, mi.statement, mi.category,
+    mi.importance, mi.confidence, mi.status, mi.source, mi.version, mi.valid_from, mi.recorded_at,
+    mi.updated_at, mi.created_at, mi.source_message_ids, mi.metadata, mi.name, mi.description, mi.entry_type,
+    mi.is_shared
 """
-# What an agent sees: its own items, the namespace's (no agent) and other agents' shared ones.
-AGENT_VISIBLE = """
-    (cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id or mi.is_shared)
-"""
-SCOPE_FILTER = f"""
-    mi.namespace = :namespace
-    and (cast(:subject_id as text) is null or mi.subject_id = :subject_id)
-    and {AGENT_VISIBLE}
-    and (cast(:kind as text) is null or mi.kind = :kind)
+# What a request reads: its namespace, what its agent may see, no internal hot summary.
+READABLE = f"""
+    mi.namespace = :namespace and {visible_to_agent()} and mi.kind <> 'hot_summary'
     and (:include_deleted or mi.status = 'active')
 """
 SELECT_BY_ID = text(
-    f"select {ITEM_COLUMNS} from memory_items as mi where mi.item_id = :item_id and {SCOPE_FILTER}"
+    f"select {ITEM_COLUMNS} from memory_items as mi where mi.item_id = :item_id and {READABLE}"
 )
 SELECT_BY_KEY = text(
     f"""
     select {ITEM_COLUMNS} from memory_items as mi
-    where mi.key = :key and {SCOPE_FILTER}
-    order by mi.agent_id is not distinct from :agent_id desc, mi.agent_id nulls first
+    where mi.subject_id = :subject_id and mi.kind = :kind and mi.key = :key and {READABLE}
+    order by mi.agent_id is not distinct from cast(:agent_id as text) desc, mi.agent_id nulls first,
+        mi.status = 'active' desc, mi.item_id
+    limit 1
     """
 )
-SELECT_LIST = text(
+SELECT_BY_IDENTITY = text(
     f"""
     select {ITEM_COLUMNS} from memory_items as mi
-    where {SCOPE_FILTER} and mi.kind <> 'hot_summary'
-    order by mi.subject_id, mi.importance desc, mi.updated_at desc, mi.item_id
-    limit :limit offset :offset
+    where mi.namespace = :namespace and mi.subject_id = :subject_id
+        and mi.agent_id is not distinct from cast(:agent_id as text) and mi.kind = :kind and mi.key = :key
     """
 )
-SELECT_VERSIONS = text(
+SELECT_NAME_TAKEN = text(
     """
-    select version, action, value, statement, category, importance, confidence, status, source, valid_from,
-        valid_to, recorded_at, superseded_at, run_id, model, note
+    select mi.item_id, mi.status from memory_items as mi
+    where mi.namespace = :namespace and mi.subject_id = :subject_id
+        and mi.agent_id is not distinct from cast(:agent_id as text) and mi.key = :key
+        and mi.item_id <> :item_id and (mi.status = 'active' or mi.kind = :kind)
+    order by mi.status = 'active' desc
+    limit 1
+    """
+)
+SELECT_PAGE = text(
+    f"""
+    select {ITEM_COLUMNS} from memory_items as mi
+    where {READABLE}
+        and (cast(:subject_id as text) is null or mi.subject_id = :subject_id)
+        and (cast(:kind as text) is null or mi.kind = :kind)
+        and (cast(:before as bigint) is null or mi.item_id < :before)
+    order by mi.item_id desc
+    limit :limit
+    """
+)
+SELECT_HISTORY = text(
+    """
+    select version, action, kind, key, name, description, entry_type, value, statement, category, importance,
+        confidence, agent_id, is_shared, status, source, valid_from, valid_to, recorded_at, superseded_at,
+        run_id, model, note
     from memory_item_versions
     where item_id = :item_id and namespace = :namespace
     order by recorded_at, version_id
@@ -75,186 +127,169 @@ SELECT_VERSIONS = text(
 
 
 class MemoryNotFound(LookupError):
-    """No memory item matches; the message names the scope and the id or key asked for."""
+    """No memory item with this id (or kind and key) is visible in the namespace to the request's agent."""
 
 
-class MemoryItem(BaseModel):
-    item_id: int
-    namespace: str
-    subject_id: str
-    agent_id: str | None
-    kind: str
-    key: str
-    value: Any
-    statement: str | None
-    category: str | None
-    importance: int
-    confidence: float
-    status: str
-    source: str
-    version: int
-    valid_from: datetime
-    recorded_at: datetime
-    updated_at: datetime
-    created_at: datetime
-    source_message_ids: list[int]
-    metadata: dict[str, Any]
-    name: str | None = None
-    description: str | None = None
-    entry_type: str | None = None
-    is_shared: bool = False
+class MemoryConflict(Exception):
+    """The name is taken in this (subject, agent) scope; the message names the item that holds it, whose id
+    is `item_id`: update that item instead."""
+
+    def __init__(self, message: str, item_id: int) -> None:
+        super().__init__(message)
+        self.item_id = item_id
 
 
-class MemoryVersion(BaseModel):
-    version: int
-    action: str
-    value: Any
-    statement: str | None
-    category: str | None
-    importance: int | None
-    confidence: float | None
-    status: str
-    source: str
-    valid_from: datetime
-    valid_to: datetime | None
-    recorded_at: datetime
-    superseded_at: datetime | None
-    run_id: Any | None
-    model: str | None
-    note: str | None
+class MemoryForbidden(PermissionError):
+    """Another agent's (shared) item: readable, not changeable."""
 
 
-class MemoryWrite(BaseModel):
-    """The outcome of a write: what the store did (new, content_modified, modified, unchanged, deleted)
-    and the item as it is now."""
-
-    action: str
-    item: MemoryItem
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
 
 
-class MemoryHit(BaseModel):
-    score: float
-    item: MemoryItem
+UNSET: Any = _Unset()  # update: a value not given stays as it is
 
 
-def normalize_kind(kind: str) -> str:
-    """A MemoryKind value from a kind or a seed 003 type (user, project, feedback, reference)."""
-    name = kind.strip().lower()
-    name = SEED_003_TYPES.get(name, name)
-    try:
-        return MemoryKind(name).value
-    except ValueError:
-        allowed = ", ".join(k.value for k in MemoryKind if k is not MemoryKind.hot_summary)
-        raise ValueError(f"memory kind {kind!r} is not one of {allowed} (or user, project)") from None
-
-
-def normalize_key(key: str) -> str:
-    """snake_case key: 'Job Title' -> job_title, 'currentJobTitle' -> job_title (models.vocabulary's one
-    normaliser); raises ValueError naming the field when nothing is left."""
-    return vocabulary.normalize_key(key)
-
-
-def save_memory(
+def create_memory(
     conn: Connection,
     namespace: str,
     subject_id: str,
-    kind: str,
-    key: str,
+    type: str,
+    name: str,
     value: Any,
-    statement: str | None = None,
     *,
+    statement: str | None = None,
+    description: str = "",
     agent_id: str | None = None,
+    shared: bool = False,
     category: str | None = None,
     importance: int | None = None,
     confidence: float = 1.0,
-    metadata: dict[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> MemoryWrite:
-    """Create or overwrite (kind, key) in the agent's scope of the subject as a manual, versioned write."""
-    kind, key = normalize_kind(kind), normalize_key(key)
-    if importance is not None and not 0 <= importance <= 100:
-        raise ValueError(f"memory item {kind}:{key}: importance must be 0-100, got {importance}")
-    current = get_item_by_identity(conn, namespace, subject_id, agent_id, kind, key)
+    """Create an item in the (subject, agent) scope; MemoryConflict when its name is taken there.
+
+    type: a seed 003 type or a kind. value: the content (any JSON value; a text value is also the statement
+    unless `statement` is given, any other value reads `key words: value`)."""
+    kind, seed_type = resolve_type(type)
+    key = name_key(name)
+    statement = statement if statement is not None else default_statement(key, value)
+    name, _, description = checked_fields(name, content_of(value, statement), description)
+    checked_importance(importance)
+    _require_free(conn, namespace, subject_id, agent_id, kind, key, name, item_id=0)
+    current = _by_identity(conn, namespace, subject_id, agent_id, kind, key)
     action = store.upsert_item(
-        conn, namespace=namespace, subject_id=subject_id, kind=kind, key=key, value=value,
-        statement=statement or _default_statement(key, value), category=category, importance=importance,
-        confidence=confidence, source="manual", event_at=write_time(current), agent_id=agent_id,
-        metadata=metadata,
+        conn, namespace=namespace, subject_id=subject_id, agent_id=agent_id, kind=kind, key=key, value=value,
+        statement=statement, category=category, importance=importance, confidence=confidence,
+        source="manual", event_at=write_time(current["valid_from"] if current else None), metadata=metadata,
+        name=name, description=description, entry_type=seed_type, is_shared=shared,
     )  # fmt: skip
-    item = get_item_by_identity(conn, namespace, subject_id, agent_id, kind, key)
-    assert item is not None
-    return MemoryWrite(action=action, item=item)
+    row = _by_identity(conn, namespace, subject_id, agent_id, kind, key)
+    assert row is not None
+    return MemoryWrite(action=action, item=item_of(row))
 
 
 def update_memory(
     conn: Connection,
     namespace: str,
-    subject_id: str,
+    item_id: int,
     *,
-    item_id: int | None = None,
-    kind: str | None = None,
-    key: str | None = None,
     agent_id: str | None = None,
-    **changes: Any,
+    type: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    value: Any = UNSET,
+    statement: str | None = None,
+    category: str | None = None,
+    importance: int | None = None,
+    confidence: float | None = None,
+    shared: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> MemoryWrite:
-    """Change fields (value, statement, category, importance, confidence, metadata) of an existing active
-    item, found by item_id or by (kind, key); raises MemoryNotFound."""
-    allowed = {"value", "statement", "category", "importance", "confidence", "metadata"}
-    unknown = set(changes) - allowed
-    if unknown:
-        raise ValueError(f"memory update: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-    current = _require(conn, namespace, subject_id, item_id, kind, key, agent_id)
-    value = changes.get("value", current.value)
-    statement = changes.get("statement")
+    """Change the given fields of a visible, active item (a new version; a new name is a new key):
+    MemoryNotFound, MemoryForbidden for another agent's item, MemoryConflict when the new name is taken.
+    A new value without a statement gets the default statement of the value."""
+    row = _changeable(conn, namespace, item_id, agent_id)
+    kind, seed_type = resolve_type(type) if type is not None else (row["kind"], store.KEEP)
+    new_value = row["value"] if value is UNSET else value
+    key = name_key(name) if name is not None else row["key"]
     if statement is None:
-        statement = _default_statement(current.key, value) if "value" in changes else current.statement
-    return save_memory(
-        conn, namespace, current.subject_id, current.kind, current.key, value, statement,
-        agent_id=current.agent_id, category=changes.get("category", current.category),
-        importance=changes.get("importance", current.importance),
-        confidence=changes.get("confidence", current.confidence), metadata=changes.get("metadata"),
+        statement = default_statement(key, new_value) if value is not UNSET else row["statement"]
+    new_name, _, new_description = checked_fields(
+        name if name is not None else row["name"] or row["key"],
+        content_of(new_value, statement),
+        description if description is not None else row["description"] or "",
+    )
+    checked_importance(importance)
+    if (kind, key) != (row["kind"], row["key"]):
+        subject, agent = row["subject_id"], row["agent_id"]
+        _require_free(conn, namespace, subject, agent, kind, key, new_name, item_id=item_id)
+    action = store.upsert_item(
+        conn, namespace=namespace, subject_id=row["subject_id"], agent_id=row["agent_id"], kind=kind, key=key,
+        value=new_value, statement=statement or content_of(new_value, None),
+        category=category if category is not None else row["category"],
+        importance=importance if importance is not None else row["importance"],
+        confidence=confidence if confidence is not None else row["confidence"], source="manual",
+        event_at=write_time(row["valid_from"]), metadata=metadata, item_id=item_id,
+        name=new_name if name is not None or row["name"] else store.KEEP,
+        description=new_description if description is not None else store.KEEP,
+        entry_type=seed_type, is_shared=shared if shared is not None else store.KEEP,
     )  # fmt: skip
+    return MemoryWrite(action=action, item=get_memory(conn, namespace, item_id, agent_id=agent_id))
 
 
 def delete_memory(
-    conn: Connection,
-    namespace: str,
-    subject_id: str,
-    *,
-    item_id: int | None = None,
-    kind: str | None = None,
-    key: str | None = None,
-    agent_id: str | None = None,
+    conn: Connection, namespace: str, item_id: int, *, agent_id: str | None = None
 ) -> MemoryWrite:
-    """Mark an active item deleted (a new version, action deleted); raises MemoryNotFound."""
-    current = _require(conn, namespace, subject_id, item_id, kind, key, agent_id)
+    """Mark a visible, active item deleted (a new version; its history stays): MemoryNotFound,
+    MemoryForbidden as update."""
+    row = _changeable(conn, namespace, item_id, agent_id)
     store.delete_item(
-        conn, namespace=namespace, subject_id=current.subject_id, kind=current.kind, key=current.key,
-        event_at=write_time(current), source="manual", agent_id=current.agent_id,
+        conn, namespace=namespace, subject_id=row["subject_id"], agent_id=row["agent_id"], kind=row["kind"],
+        key=row["key"], event_at=write_time(row["valid_from"]), source="manual",
     )  # fmt: skip
-    item = get_memory(conn, namespace, current.subject_id, item_id=current.item_id, include_deleted=True)
-    assert item is not None
+    item = get_memory(conn, namespace, item_id, agent_id=agent_id, include_deleted=True)
     return MemoryWrite(action="deleted", item=item)
 
 
 def get_memory(
     conn: Connection,
     namespace: str,
-    subject_id: str | None = None,
+    item_id: int,
     *,
-    item_id: int | None = None,
-    kind: str | None = None,
-    key: str | None = None,
     agent_id: str | None = None,
     include_deleted: bool = False,
-) -> MemoryItem | None:
-    """One item by item_id, or by (kind, key) within the subject; None when there is none in this scope."""
-    if item_id is not None:
-        params = scope_params(namespace, subject_id, agent_id, None, include_deleted) | {"item_id": item_id}
-        row = conn.execute(SELECT_BY_ID, params).mappings().first()
-        return None if row is None else MemoryItem(**row)
-    if kind is None or key is None or subject_id is None:
-        raise ValueError("memory get: give an item id, or a subject with a kind and a key")
-    return _get_by_key(conn, namespace, subject_id, normalize_kind(kind), key, agent_id, include_deleted)
+) -> MemoryItem:
+    """The item with this id, if the request's agent may see it; MemoryNotFound otherwise."""
+    return item_of(_visible(conn, namespace, item_id, agent_id, include_deleted))
+
+
+def find_memory(
+    conn: Connection,
+    namespace: str,
+    subject_id: str,
+    type: str,
+    key: str,
+    *,
+    agent_id: str | None = None,
+    include_deleted: bool = False,
+) -> MemoryItem:
+    """The subject's item of this type (or kind) and key that the agent sees, its own first, then the
+    namespace's, then a shared one; MemoryNotFound when there is none."""
+    kind = resolve_type(type)[0]
+    params = {
+        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind, "key": key,
+        "include_deleted": include_deleted,
+    }  # fmt: skip
+    row = conn.execute(SELECT_BY_KEY, params).mappings().first()
+    if row is None:
+        state = "" if include_deleted else "active "
+        raise MemoryNotFound(
+            f"no {state}memory item {kind}:{key} for subject {subject_id!r} in namespace {namespace!r}"
+            + (f" visible to agent {agent_id!r}" if agent_id else "")
+        )
+    return item_of(row)
 
 
 def list_memories(
@@ -263,96 +298,98 @@ def list_memories(
     subject_id: str | None = None,
     *,
     agent_id: str | None = None,
-    kind: str | None = None,
+    type: str | None = None,
     include_deleted: bool = False,
-    limit: int = 100,
-    offset: int = 0,
-) -> list[MemoryItem]:
-    """Items of the scope, most important first (hot summaries left out)."""
-    params = scope_params(namespace, subject_id, agent_id, kind and normalize_kind(kind), include_deleted)
-    rows = conn.execute(SELECT_LIST, params | {"limit": limit, "offset": offset}).mappings()
-    return [MemoryItem(**row) for row in rows]
-
-
-def memory_history(conn: Connection, namespace: str, item_id: int) -> list[MemoryVersion]:
-    """Every version of an item of namespace, oldest first (valid_from/valid_to, recorded_at/superseded_at);
-    empty when the item is not in namespace."""
-    params = {"item_id": item_id, "namespace": namespace}
-    return [MemoryVersion(**row) for row in conn.execute(SELECT_VERSIONS, params).mappings()]
-
-
-def scope_params(
-    namespace: str, subject_id: str | None, agent_id: str | None, kind: str | None, include_deleted: bool
-) -> dict[str, Any]:
-    return {
-        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind,
-        "include_deleted": include_deleted,
-    }  # fmt: skip
-
-
-SELECT_BY_IDENTITY = text(
-    f"""
-    select {ITEM_COLUMNS} from memory_items as mi
-    where mi.namespace = :namespace and mi.subject_id = :subject_id
-        and mi.agent_id is not distinct from :agent_id and mi.kind = :kind and mi.key = :key
-    """
-)
-
-
-def get_item_by_identity(
-    conn: Connection, namespace: str, subject_id: str, agent_id: str | None, kind: str, key: str
-) -> MemoryItem | None:
-    """The one item (active or deleted) with this identity."""
+    limit: int = 50,
+    cursor: str | None = None,
+) -> MemoryPage:
+    """The items the agent sees (of one subject, or all), newest first, a page at a time: pass next_cursor
+    back as cursor for the next page."""
+    checked_limit(limit, MAX_LIST)
     params = {
-        "namespace": namespace,
-        "subject_id": subject_id,
-        "agent_id": agent_id,
-        "kind": kind,
-        "key": key,
-    }
-    row = conn.execute(SELECT_BY_IDENTITY, params).mappings().first()
-    return None if row is None else MemoryItem(**row)
+        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id,
+        "kind": resolve_type(type)[0] if type else None, "include_deleted": include_deleted,
+        "before": decode_cursor(cursor), "limit": limit + 1,
+    }  # fmt: skip
+    rows = conn.execute(SELECT_PAGE, params).mappings().all()
+    items = [item_of(row) for row in rows[:limit]]
+    return MemoryPage(entries=items, next_cursor=encode_cursor(items[-1].id) if len(rows) > limit else None)
 
 
-def _get_by_key(
+def memory_history(
+    conn: Connection, namespace: str, item_id: int, *, agent_id: str | None = None
+) -> list[MemoryVersion]:
+    """Every version of a visible item (a deleted one too), oldest first: valid_from/valid_to (event time),
+    recorded_at/superseded_at (when strataflow knew), and versions kept only in history with their note."""
+    _visible(conn, namespace, item_id, agent_id, True)
+    params = {"item_id": item_id, "namespace": namespace}
+    return [version_of(row) for row in conn.execute(SELECT_HISTORY, params).mappings()]
+
+
+def write_time(current_valid_from: datetime | None) -> datetime:
+    """Now, or just after the current version's event time if that is later: a manual write always becomes
+    current."""
+    now = datetime.now(UTC)
+    if current_valid_from is None or current_valid_from < now:
+        return now
+    return current_valid_from + timedelta(microseconds=1)
+
+
+def _require_free(
     conn: Connection,
     namespace: str,
     subject_id: str,
+    agent_id: str | None,
     kind: str,
     key: str,
-    agent_id: str | None,
-    include_deleted: bool,
-) -> MemoryItem | None:
-    params = scope_params(namespace, subject_id, agent_id, kind, include_deleted) | {"key": key}
-    row = conn.execute(SELECT_BY_KEY, params).mappings().first()
-    return None if row is None else MemoryItem(**row)
-
-
-def _require(
-    conn: Connection,
-    namespace: str,
-    subject_id: str,
-    item_id: int | None,
-    kind: str | None,
-    key: str | None,
-    agent_id: str | None,
-) -> MemoryItem:
-    item = get_memory(conn, namespace, subject_id, item_id=item_id, kind=kind, key=key, agent_id=agent_id)
-    if item is None:
-        which = f"id {item_id}" if item_id is not None else f"{kind}:{key}"
-        raise MemoryNotFound(
-            f"no active memory item {which} for subject {subject_id!r} in namespace {namespace!r}"
-        )
-    return item
-
-
-def write_time(current: MemoryItem | None) -> datetime:
-    """Now, or the current version's event time if that is later: a manual write always becomes current."""
-    now = datetime.now(UTC)
-    return (
-        now if current is None or current.valid_from < now else current.valid_from + timedelta(microseconds=1)
+    name: str,
+    item_id: int,
+) -> None:
+    params = {
+        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "key": key, "kind": kind,
+        "item_id": item_id,
+    }  # fmt: skip
+    taken = conn.execute(SELECT_NAME_TAKEN, params).first()
+    if taken is None or (taken.status == "deleted" and item_id == 0):
+        return  # a deleted item of this name and kind comes back as a new version of itself
+    scope = f"subject {subject_id!r}" + (f", agent {agent_id!r}" if agent_id else "")
+    held = "a deleted memory item" if taken.status == "deleted" else "memory item"
+    raise MemoryConflict(
+        f"{held} {taken.item_id} already has the name {name!r} for {scope}; update that item instead",
+        int(taken.item_id),
     )
 
 
-def _default_statement(key: str, value: Any) -> str:
-    return f"{key.replace('_', ' ')}: {value}"
+def _visible(
+    conn: Connection, namespace: str, item_id: int, agent_id: str | None, include_deleted: bool
+) -> Mapping[Any, Any]:
+    params = {
+        "namespace": namespace, "item_id": item_id, "agent_id": agent_id, "include_deleted": include_deleted,
+    }  # fmt: skip
+    row = conn.execute(SELECT_BY_ID, params).mappings().first()
+    if row is None:
+        raise MemoryNotFound(
+            f"no {'' if include_deleted else 'active '}memory item {item_id} in namespace {namespace!r}"
+            + (f" visible to agent {agent_id!r}" if agent_id else "")
+        )
+    return row
+
+
+def _changeable(conn: Connection, namespace: str, item_id: int, agent_id: str | None) -> Mapping[Any, Any]:
+    row = _visible(conn, namespace, item_id, agent_id, False)
+    if row["agent_id"] not in (None, agent_id):
+        raise MemoryForbidden(
+            f"memory item {item_id} belongs to agent {row['agent_id']!r}: other agents may read a shared "
+            "item but not change or delete it"
+        )
+    return row
+
+
+def _by_identity(
+    conn: Connection, namespace: str, subject_id: str, agent_id: str | None, kind: str, key: str
+) -> Mapping[Any, Any] | None:
+    """The one item (active or deleted) with this identity."""
+    params = {
+        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "kind": kind, "key": key,
+    }  # fmt: skip
+    return conn.execute(SELECT_BY_IDENTITY, params).mappings().first()

@@ -42,14 +42,15 @@ from models.profiles import (
     UserMemoryContent,
     WorkProfileContent,
 )
+from strataflow.memory.api import NAMESPACE_VISIBLE
 from strataflow.textsearch import CJK_RUN
 
 SELECT_PROFILE_ITEMS = text(
-    """
+    f"""
     select item_id, kind, key, value, statement, source, confidence, updated_at
     from memory_items
     where namespace = :namespace and subject_id = :subject_id and status = 'active'
-        and kind <> 'hot_summary' and (agent_id is null or is_shared)
+        and kind <> 'hot_summary' and {NAMESPACE_VISIBLE}
     order by updated_at, item_id
     """
 )

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, text
 
 from models.user_memory import Completeness, ProfileSummary, UserProfile
 from models.vocabulary import PROFILE_KEYS, PROFILE_SECTIONS, program_category
+from strataflow.memory.api import NAMESPACE_VISIBLE
 from strataflow.textsearch import detect_lang
 
 SEED_TYPES = {"fact": "FACT", "preference": "PREFERENCE", "intent": "INTENT"}
@@ -40,10 +41,10 @@ SECTION_LABELS = {
 MONEY_KEYS = frozenset({"annual_income", "monthly_income", "budget", "investment_amount"})
 
 SELECT_PROFILE_VALUES = text(
-    """
+    f"""
     select kind, key, value, statement, metadata from memory_items
     where namespace = :namespace and subject_id = :subject_id and status = 'active'
-        and kind <> 'hot_summary' and (agent_id is null or is_shared)
+        and kind <> 'hot_summary' and {NAMESPACE_VISIBLE}
     order by updated_at, item_id
     """
 )

@@ -44,6 +44,7 @@ from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
 from strataflow.memory import store
+from strataflow.memory.api import NAMESPACE_VISIBLE
 from strataflow.memory.profiles import refresh_documents
 from strataflow.pipeline.apply import Applied, Lineage, apply_extracted
 from strataflow.pipeline.extract_prompt import (
@@ -85,9 +86,10 @@ SELECT_WINDOW_ITEMS = text(
     """
 )
 SELECT_EXISTING_KEYS = text(
-    """
+    f"""
     select kind || ':' || key from memory_items
     where namespace = :namespace and subject_id = :subject_id and status = 'active' and kind <> 'hot_summary'
+        and {NAMESPACE_VISIBLE}
     order by kind, key
     """
 )

@@ -36,6 +36,7 @@ from models.params import EVERY_SCOPE, Shard
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
+from strataflow.memory.api import NAMESPACE_VISIBLE
 from strataflow.pipeline.reflect_prompt import PROMPT_VERSION, STAGE, build_prompt
 from strataflow.pipeline.runs import scope_ref, stage_logger
 from strataflow.pipeline.scopes import Scope, scope_lock, unreflected_scopes
@@ -55,10 +56,11 @@ REFLECTED_KINDS = (
 )
 
 SELECT_PENDING_ITEMS = text(
-    """
+    f"""
     select item_id, kind, key, value, statement, valid_from, version, status, source_message_ids
     from memory_items
     where namespace = :namespace and subject_id = :subject_id and reflected_version is distinct from version
+        and {NAMESPACE_VISIBLE}
     order by valid_from, item_id
     """
 )

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 
 from models.params import Recompute, Shard
 from strataflow.config import Settings
+from strataflow.memory.api import NAMESPACE_VISIBLE
 from strataflow.timeutil import week_bounds
 from strataflow.timeutil import week_start as week_start_of
 
@@ -57,10 +58,10 @@ SELECT_SCOPE_MESSAGES = text(
     """
 )
 SELECT_UNREFLECTED_SCOPES = text(
-    """
+    f"""
     select namespace, subject_id, count(*) as pending
     from memory_items
-    where reflected_version is distinct from version
+    where reflected_version is distinct from version and {NAMESPACE_VISIBLE}
       and (cast(:namespace as text) is null or namespace = cast(:namespace as text))
     group by namespace, subject_id
     order by namespace, subject_id

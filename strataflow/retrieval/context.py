@@ -14,14 +14,17 @@ dropped when the budget is tight):
 - qa, task, protocol (seed 001 QA_QUERY, QC_TASK, PROTOCOL_QA): see strataflow.retrieval.context_parts.
 
 Nothing found gives an empty text (seed 003: inject nothing), not an empty <memory-context> wrapper.
-With `agent_id`, L2 items are those every agent sees (no agent), the agent's own and shared ones (seed 003).
+L2 items are those the one agent-visibility rule lets `agent_id` see (strataflow.memory.api: the
+namespace's, shared ones and the agent's own; without an agent, no agent's private items).
 
-Key L2 items are always there: the first ``KEY_ITEMS`` of them come early for every intent. Items rank by: the
-query's words point at their key or kind (KEY_HINTS: 公司/work -> company), then a full-text match, then
-importance, then the newest event time. "Today" is the perceptual_memory view (messages with event time today
-in STRATAFLOW_TIMEZONE). Retrieval hits (L1 messages, asset chunks, and L2 items the full-text match missed)
-come from strataflow.retrieval.search.search; it is the fallback, skipped (with its query embedding) when
-memory already fills 90% of the budget.
+Key L2 items are always there: the first ``KEY_ITEMS`` of them come early for every intent. Items are ranked
+by the one ranking (strataflow.retrieval.item_search.subject_memories): those the query's words point at by
+key or kind first (KEY_HINTS: 公司/work -> company), then the retrieval ranking's order (full text, names,
+dense similarity), then importance and the newest event time. The query is embedded once, on a worker thread
+while the other candidates are read, for the items, the reports and retrieval. "Today" is the
+perceptual_memory view (messages with event time today in STRATAFLOW_TIMEZONE). Retrieval hits (L1 messages,
+asset chunks, and L2 items not already in) come from strataflow.retrieval.search.search; it is the fallback,
+skipped when memory already fills 90% of the budget.
 
 Budget: the token budget (pieces taken greedily in value order, the first piece, the profiles and the hot
 memory shortened rather than dropped, the final text counted exactly) and the rendering of the block are in
@@ -31,12 +34,17 @@ piece carries its provenance: layer, ids, score and time. Reads never filter on 
 
 from __future__ import annotations
 
+import json
+from concurrent.futures import Future
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
+from models.memory_items import MemoryHit
 from strataflow.config import Settings
 from strataflow.llm.tokens import count_tokens
 from strataflow.retrieval.context_budget import (
@@ -58,7 +66,9 @@ from strataflow.retrieval.context_parts import (
     resolve_intent,
     retrieval_hits,
 )
+from strataflow.retrieval.item_search import subject_memories
 from strataflow.retrieval.query_intent import classify_intent, key_hints
+from strataflow.retrieval.search import start_embedding
 from strataflow.textsearch import or_query_parts
 from strataflow.timeutil import day_bounds
 
@@ -146,37 +156,45 @@ def _candidate_sections(
     query: str,
     intent: ContextIntent,
     agent_id: str | None,
-) -> tuple[dict[str, list[ContextPiece]], Any]:
+) -> tuple[dict[str, list[ContextPiece]], Future[np.ndarray] | None]:
+    """Every section but the profiles and retrieval, and the query's embedding (a Future) for retrieval."""
+    pending = start_embedding(settings, query) if query.strip() else None  # while the candidates are read
     q_en, q_zh = or_query_parts(query)
     q_zh = " | ".join(token for token in q_zh.split(" | ") if len(token) > 1)  # 我, 在, 的: noise here
     hint_keys, hint_kinds = key_hints(query)
     hint_kinds = list(dict.fromkeys([*hint_kinds, *hint_kinds_for(intent)]))
     day_start, day_end = day_bounds(datetime.now(settings.tz).date(), settings.tz)
     params = {
-        "hint_keys": hint_keys, "hint_kinds": hint_kinds, "day_start": day_start, "day_end": day_end,
-        "namespace": namespace, "subject_id": subject_id, "q_en": q_en, "q_zh": q_zh,
-        "item_limit": ITEM_LIMIT, "report_limit": REPORT_POOL, "agent_id": agent_id,
+        "day_start": day_start, "day_end": day_end, "namespace": namespace, "subject_id": subject_id,
+        "q_en": q_en, "q_zh": q_zh, "report_limit": REPORT_POOL, "agent_id": agent_id,
         "insight_limit": INSIGHT_LIMIT, "today_limit": TODAY_LIMIT,
     }  # fmt: skip
     sections: dict[str, list[ContextPiece]] = {name: [] for name in SECTION_TITLES}
-    items: list[ContextPiece] = []
     for row in candidate_rows(conn, params):
-        piece = _piece_from_row(row)
-        if row.layer == "L2":
-            if row.kind == "hot_summary":
-                sections["hot"].append(piece.model_copy(update={"section": "hot", "layer": "L2"}))
-            else:
-                items.append(piece)
-        else:
-            name = {"L3": "reports", "insight": "insights", "L1": "today"}[row.layer]
-            sections[name].append(piece.model_copy(update={"section": name}))
+        name = {"L2": "hot", "L3": "reports", "insight": "insights", "L1": "today"}[row.layer]
+        sections[name].append(_piece_from_row(row).model_copy(update={"section": name}))
+    found, _ = subject_memories(
+        conn, settings, namespace, subject_id, query, agent_id=agent_id, limit=ITEM_LIMIT,
+        hint_keys=hint_keys, hint_kinds=hint_kinds, query_embedding=pending,
+    )  # fmt: skip
+    items = [_piece_from_row(_item_row(hit)) for hit in found]
     sections["key_items"] = [p.model_copy(update={"section": "key_items"}) for p in items[:KEY_ITEMS]]
-    reports, query_vec = rank_reports(conn, settings, sections["reports"], query, intent, None)
+    sections["items"] = items[KEY_ITEMS:]
+    query_vec = None if pending is None else np.asarray(pending.result(), dtype=np.float32)
+    reports = rank_reports(conn, sections["reports"], query, intent, query_vec)
     reports = reports[: report_limit(intent)]
     sections["reports"] = reports[:1]
     sections["more_reports"] = [p.model_copy(update={"section": "more_reports"}) for p in reports[1:]]
-    sections["items"] = items[KEY_ITEMS:]
-    return sections, query_vec
+    return sections, pending
+
+
+def _item_row(hit: MemoryHit) -> SimpleNamespace:
+    """An L2 item as a candidate row (the columns _piece_from_row reads); `extra`: the value as JSON."""
+    extra = None if hit.value is None else json.dumps(hit.value, ensure_ascii=False)
+    return SimpleNamespace(
+        layer="L2", kind=hit.kind, id=hit.id, label=hit.key, body=hit.statement or "", extra=extra,
+        score=hit.score, event_at=hit.valid_from, message_ids=hit.source_message_ids,
+    )  # fmt: skip
 
 
 def _piece_from_row(row: Any) -> ContextPiece:
@@ -202,7 +220,7 @@ def _retrieval_pieces(
     sections: dict[str, list[ContextPiece]],
     intent: ContextIntent,
     agent_id: str | None,
-    query_vec: Any,
+    query_vec: Future[np.ndarray] | None,
 ) -> list[ContextPiece]:
     """Retrieval hits not already in the context: L1 messages, asset chunks and L2 items (with an agent,
     only the items it may see)."""

@@ -57,7 +57,7 @@ SECTION_TITLES = {
 
 
 def needs_retrieval(chosen: list[ContextPiece], room: int) -> bool:
-    """Retrieval is the fallback: skip it (and its query embedding) when memory already fills the budget."""
+    """Retrieval is the fallback: skip it when memory already fills the budget."""
     return sum(p.tokens for p in chosen) < room * 0.9
 
 

@@ -16,6 +16,7 @@ Intents: an explicit intent is one of seed 001's task types or one of ours; othe
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
+from strataflow.memory.api import visible_to_agent
 from strataflow.retrieval.query_intent import classify_intent
 from strataflow.textsearch import TSQUERY_SQL
 
@@ -51,41 +53,21 @@ RETRIEVAL_LAYERS = ("messages", "items", "assets")
 PROTOCOL_LAYERS = ("assets", "items", "messages")  # PROTOCOL_QA: the knowledge base first
 RECAP_BUCKET = 0.1  # recap: reports within this similarity of each other are ordered newest first
 
-# Seed 003 agent scope: with an agent, items of no agent, of that agent, or shared.
-VISIBLE_TO_AGENT = (
-    "(cast(:agent_id as text) is null or mi.agent_id is null or mi.agent_id = :agent_id or mi.is_shared)"
-)
-
-# One round trip (context.build_context) for everything but retrieval: L2 items (hinted and full-text
-# matches first), the hot summary, the newest L3 reports (ranked by similarity afterwards), insights and
-# today's messages. An empty tsquery part matches nothing. Today's bounds are also bound as parameters (the
-# view computes them from current_date) so the planner prunes L1 to today's partition.
+# One round trip (context.build_context) for everything but L2 items and retrieval: the hot summary, the
+# newest L3 reports (ranked by similarity afterwards), insights and today's messages; it runs while the query
+# is embedded. L2 items come from the one ranking (strataflow.retrieval.item_search.subject_memories). An
+# empty tsquery part matches nothing. Today's bounds are also bound as parameters (the view computes them
+# from current_date) so the planner prunes L1 to today's partition.
 SELECT_CANDIDATES = text(
     f"""
     with q as (select {TSQUERY_SQL.format(en=":q_en", zh=":q_zh")} as tsq),
-    items as (
-        select 'L2'::text as layer, mi.kind, mi.item_id as id, mi.key as label,
-            coalesce(mi.statement, '') as body, mi.value::text as extra,
-            mi.importance::real / 100
-                + 0.5 * (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds))::int
-                + 0.3 * coalesce(mi.fts @@ q.tsq, false)::int as score,
-            coalesce(mi.fts @@ q.tsq, false) as matched, mi.valid_from as event_at,
-            mi.source_message_ids as message_ids
-        from memory_items as mi cross join q
-        where mi.namespace = :namespace and mi.subject_id = :subject_id and mi.status = 'active'
-            and mi.kind <> 'hot_summary' and {VISIBLE_TO_AGENT}
-        order by 2 * (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds))::int
-            + coalesce(mi.fts @@ q.tsq, false)::int desc,
-            array_position(cast(:hint_keys as text[]), mi.key), mi.importance desc, mi.valid_from desc
-        limit :item_limit
-    ),
     hot as (
         select 'L2'::text as layer, mi.kind, mi.item_id as id, mi.key as label,
-            coalesce(mi.statement, '') as body, null::text as extra, 1.0::real as score, false as matched,
+            coalesce(mi.statement, '') as body, null::text as extra, 1.0::real as score,
             mi.valid_from as event_at, mi.source_message_ids as message_ids
         from memory_items as mi
         where mi.namespace = :namespace and mi.subject_id = :subject_id and mi.status = 'active'
-            and mi.kind = 'hot_summary' and {VISIBLE_TO_AGENT}
+            and mi.kind = 'hot_summary' and {visible_to_agent()}
         order by mi.updated_at desc
         limit 1
     ),
@@ -93,7 +75,7 @@ SELECT_CANDIDATES = text(
         select 'L3'::text as layer, 'weekly_report'::text as kind, wr.report_id as id,
             wr.week_start::text as label, wr.summary as body, null::text as extra,
             coalesce(ts_rank(wr.fts, q.tsq), 0)::real as score,
-            false as matched, wr.week_start::timestamptz as event_at, wr.source_message_ids as message_ids
+            wr.week_start::timestamptz as event_at, wr.source_message_ids as message_ids
         from weekly_reports as wr cross join q
         where wr.namespace = :namespace and wr.subject_id = :subject_id
         order by wr.week_start desc
@@ -101,7 +83,7 @@ SELECT_CANDIDATES = text(
     ),
     current_insights as (
         select 'insight'::text as layer, 'insight'::text as kind, i.insight_id as id, i.key as label,
-            i.statement as body, i.question as extra, i.confidence as score, false as matched,
+            i.statement as body, i.question as extra, i.confidence as score,
             i.valid_from as event_at, i.evidence_message_ids as message_ids
         from insights as i
         where i.namespace = :namespace and i.subject_id = :subject_id and i.valid_to is null
@@ -110,7 +92,7 @@ SELECT_CANDIDATES = text(
     ),
     today as (
         select 'L1'::text as layer, 'message'::text as kind, p.memory_id as id, p.role as label,
-            p.text as body, p.intent as extra, 1.0::real as score, false as matched,
+            p.text as body, p.intent as extra, 1.0::real as score,
             p.event_at, p.source_message_ids as message_ids
         from perceptual_memory as p
         where p.namespace = :namespace and p.subject_id = :subject_id and p.memory_type = 'message'
@@ -118,8 +100,7 @@ SELECT_CANDIDATES = text(
         order by p.event_at desc
         limit :today_limit
     )
-    select * from items
-    union all select * from hot
+    select * from hot
     union all select * from reports
     union all select * from current_insights
     union all select * from today
@@ -149,7 +130,8 @@ class ContextPiece(BaseModel):
     )
     source_message_ids: list[int] = Field(default_factory=list, description="L1 lineage of the row")
     score: float = Field(
-        description="importance/100 for items, similarity for reports and hits, 1.0 otherwise"
+        description="the retrieval ranking's score for items and hits (0 for an item the query reaches by no "
+        "measure), similarity for reports, 1.0 otherwise"
     )
     event_at: datetime | None = Field(description="event time of the row (week start for reports)")
     label: str = Field(description="key, week start, role, document or profile type")
@@ -170,10 +152,10 @@ def retrieval_hits(
     query: str,
     intent: str,
     agent_id: str | None,
-    query_vec: np.ndarray | None,
+    query_vec: np.ndarray | Future[np.ndarray] | None,
 ) -> list[Any]:
-    """strataflow.retrieval.search hits for the query (assets first for protocol questions); with an agent,
-    only the L2 items it may see (the search applies seed 003's rule)."""
+    """strataflow.retrieval.search hits for the query (assets first for protocol questions); only the L2
+    items the agent may see (the search applies the one visibility rule)."""
     from strataflow.retrieval.search import search
 
     layers = PROTOCOL_LAYERS if intent == "protocol" else RETRIEVAL_LAYERS
@@ -240,24 +222,15 @@ def render_profile_piece(piece: ContextPiece, fmt: str) -> str:
 
 
 def rank_reports(
-    conn: Connection,
-    settings: Settings,
-    reports: list[ContextPiece],
-    query: str,
-    intent: str,
-    query_vec: np.ndarray | None,
-) -> tuple[list[ContextPiece], np.ndarray | None]:
+    conn: Connection, reports: list[ContextPiece], query: str, intent: str, query_vec: np.ndarray | None
+) -> list[ContextPiece]:
     """Reports best first: by similarity to the query (seed 001 searchWeeklyReports), newest first among
-    near-equal ones for recap questions. Recap and qa use the query embedding (computed here once and
-    returned for retrieval to reuse); the other intents use the full-text rank the candidates carry."""
+    near-equal ones for recap questions. Recap and qa use the query embedding; the other intents use the
+    full-text rank the candidates carry."""
     if len(reports) < 2 or not query.strip():
-        return reports, query_vec
+        return reports
     similarity = {p.ids[0]: min(1.0, p.score * 10) for p in reports}  # ts_rank is small: scale it
-    if intent in REPORT_LIMITS:
-        if query_vec is None:
-            from strataflow.retrieval.search import embed_query
-
-            query_vec = np.asarray(embed_query(settings, query), dtype=np.float32)
+    if intent in REPORT_LIMITS and query_vec is not None:
         params = {"ids": list(similarity), "qvec": query_vec}
         for row in conn.execute(SELECT_REPORT_SIMILARITY, params):
             similarity[int(row.report_id)] = max(similarity[int(row.report_id)], float(row.similarity))
@@ -267,10 +240,9 @@ def rank_reports(
         when = piece.event_at.timestamp() if piece.event_at else 0.0
         return (-(sim // RECAP_BUCKET) if intent == "recap" else -sim, -when)
 
-    ranked = [
+    return [
         p.model_copy(update={"score": round(similarity[p.ids[0]], 4)}) for p in sorted(reports, key=order)
     ]
-    return ranked, query_vec
 
 
 def report_limit(intent: str) -> int:

@@ -2,7 +2,7 @@
 statements built from them. Identifiers only in the fragments; every value is a bound parameter.
 
 A statement depends on the layer and on which filters are set, given as `Scope` flags (subject, since,
-until, agent): the builders are cached per combination.
+until): the builders are cached per combination.
 
 Which text counts: a message's ``fts`` plus, when its metadata has them, the speaker's name and the caption
 or alt text of an attachment (``metadata.speaker``, ``metadata.caption``: documented fields of the canonical
@@ -10,7 +10,8 @@ record, docs/ingest.md); an item's ``fts`` (key, statement, value; the statement
 written without one) plus its seed 003 name and description; a report's summary and key events; a chunk's
 content. Asset chunks have no subject or event time: the subject and time filters do not apply to
 them (a namespace's documents are shared by its subjects). The agent filter applies to items only: an agent
-sees items without an agent, its own, and those shared (``is_shared``).
+sees items without an agent, its own and shared ones: the one rule (strataflow.memory.api.visible_to_agent),
+applied to every search of items (without an agent: no agent's private items).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import CursorResult, text
 from sqlalchemy.sql.elements import TextClause
 
+from strataflow.memory.api import visible_to_agent
 from strataflow.textsearch import TSQUERY_SQL
 
 LAYERS = ("messages", "items", "reports", "assets")
@@ -59,7 +61,6 @@ class Scope(NamedTuple):
     subject: bool = False
     since: bool = False
     until: bool = False
-    agent: bool = False
 
 
 _SPEAKER_DOC = (
@@ -166,7 +167,7 @@ QUERY_CTE = (
 )
 _SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
-AGENT_FILTER = "(i.agent_id is null or i.agent_id = :agent_id or i.is_shared)"
+AGENT_FILTER = visible_to_agent("i")
 
 
 def filters(layer: str, scope: Scope) -> str:
@@ -182,7 +183,7 @@ def filters(layer: str, scope: Scope) -> str:
             parts.append(f"{spec['time']} >= :since")
         if scope.until:
             parts.append(f"{spec['time']} < :until")
-    if scope.agent and layer == "items":
+    if layer == "items":
         parts.append(AGENT_FILTER)
     return " and ".join(parts)
 

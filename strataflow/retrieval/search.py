@@ -54,7 +54,7 @@ from strataflow.textsearch import or_query_parts
 EXACT_LIMIT = 3000  # scopes up to this many rows are scored exactly (no HNSW)
 LINEAGE_LAYERS = ("items", "reports")  # read for the lineage of L1 turns even when not asked for as hits
 
-__all__ = ["EXACT_LIMIT", "LAYERS", "Hit", "embed_query", "query_terms", "search"]
+__all__ = ["EXACT_LIMIT", "LAYERS", "Hit", "embed_query", "query_terms", "search", "start_embedding"]
 
 
 class Hit(BaseModel):
@@ -93,27 +93,33 @@ def search(
     k: int = 10,
     since: datetime | None = None,
     until: datetime | None = None,
-    query_embedding: np.ndarray | None = None,
+    query_embedding: np.ndarray | Future[np.ndarray] | None = None,
     exact_limit: int = EXACT_LIMIT,
     *,
     agent_id: str | None = None,
     lineage: bool = True,
     now: datetime | None = None,
+    metadata: bool = True,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
-    `query_embedding` skips encoding the query (callers that already have it); `exact_limit` is the largest
-    scope scored exactly (see the module docstring; tests lower it to exercise the approximate path).
-    `agent_id` restricts items to those without an agent, the agent's own and shared ones (other layers are
-    unaffected); `lineage` (default on) lets matching items and reports lift the turns they came from when
-    messages are searched; `now` anchors relative times in the query ("last week"), default the clock.
+    `query_embedding` skips encoding the query (callers that already have it), or, as a Future from
+    `start_embedding`, is the query's embedding on its way (used as the search's own: a query that names a
+    speaker of the scope is still embedded without the name); `exact_limit` is the largest scope scored
+    exactly (see the module docstring; tests lower it to exercise the approximate path). `agent_id` is the
+    viewer of the one agent-visibility rule for items (strataflow.memory.api: items without an agent, shared
+    ones and the agent's own; without an agent, no agent's private items; other layers are unaffected);
+    `lineage` (default on) lets matching items and reports lift the turns they came from when messages are
+    searched; `now` anchors relative times in the query ("last week"), default the clock; `metadata=False`
+    leaves the rows' provenance out of the hits (their ids and scores stay) for a caller that reads the rows
+    itself, which saves a round trip.
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
         raise ValueError(f"unknown retrieval layer(s) {unknown}; choose from {list(LAYERS)}")
     if k < 1 or not query.strip():
         return []
-    scope = Scope(subject_id is not None, since is not None, until is not None, agent_id is not None)
+    scope = Scope(subject_id is not None, since is not None, until is not None)
     params: dict[str, Any] = {
         "namespace": namespace,
         "subject_id": subject_id,
@@ -125,8 +131,9 @@ def search(
     wanted = tuple(dict.fromkeys(layers))
     with collector_paused():  # the search's rows die with _ranked_hits' frame, before the collector resumes
         return _ranked_hits(
-            conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now
-        )
+            conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now,
+            metadata,
+        )  # fmt: skip
 
 
 def _ranked_hits(
@@ -138,13 +145,19 @@ def _ranked_hits(
     scope: Scope,
     params: dict[str, Any],
     exact_limit: int,
-    query_embedding: np.ndarray | None,
+    query_embedding: np.ndarray | Future[np.ndarray] | None,
     lineage: bool,
     now: datetime | None,
+    metadata: bool,
 ) -> list[Hit]:
     """The search itself (see `search`)."""
     # The query's embedding is computed while the scope's rows are read (both wait on something else).
-    pending = None if query_embedding is not None else _background().submit(embed_query, settings, query)
+    owned = query_embedding is None  # a Future the caller passed may have other readers: never cancelled
+    pending: Future[np.ndarray] | None = None
+    if isinstance(query_embedding, Future):
+        pending, query_embedding = query_embedding, None
+    elif query_embedding is None:
+        pending = start_embedding(settings, query)
     extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
     read = tuple(dict.fromkeys(wanted + extra))
     by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
@@ -152,7 +165,7 @@ def _ranked_hits(
     # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
     text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
     reading = _reading(query, settings, by_layer, now)
-    params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding)
+    params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding, owned)
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
     if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
         found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
@@ -165,11 +178,13 @@ def _ranked_hits(
         for layer in read
         if layer != "messages"
     }
-    _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
+    if metadata or extra:  # lineage reads the items' and reports' metadata
+        _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
     if "messages" in wanted:
         lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
         ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, reading, k, lift)
-        _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
+        if metadata:
+            _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
     hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer])]
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
     return hits[:k]
@@ -229,15 +244,18 @@ def _query_vector(
     reading: QueryReading,
     pending: Future[np.ndarray] | None,
     given: np.ndarray | None,
+    owned: bool,
 ) -> np.ndarray:
-    """The query's embedding; without the names of the speakers it names when the search embeds it."""
+    """The query's embedding; without the names of the speakers it names when the search embeds it (the
+    pending embedding of the whole query is then cancelled if the search started it itself)."""
     if given is not None:
         return np.asarray(given, dtype=np.float32)
     assert pending is not None
     if reading.speakers:
         stripped = without_speakers(query, reading.speakers)
         if stripped != query:
-            pending.cancel()
+            if owned:
+                pending.cancel()
             return np.asarray(embed_query(settings, stripped), dtype=np.float32)
     return np.asarray(pending.result(), dtype=np.float32)
 
@@ -286,6 +304,12 @@ def _background() -> ThreadPoolExecutor:
             if not _BACKGROUND:
                 _BACKGROUND.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedding"))
     return _BACKGROUND[0]
+
+
+def start_embedding(settings: Settings, query: str) -> Future[np.ndarray]:
+    """The query's embedding (embed_query) computed on the search's worker thread, so a caller can read the
+    database meanwhile and pass the Future to `search` as its query_embedding."""
+    return _background().submit(embed_query, settings, query)
 
 
 def embed_query(settings: Settings, query: str) -> np.ndarray:

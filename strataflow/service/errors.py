@@ -2,7 +2,8 @@
 
 400 a body that is not JSON, or no X-Namespace for a key with several namespaces; 401 no, unknown, revoked or
 expired key; 403 a key whose role may not do this (an analyst writing, a namespace not granted, another
-agent's entry); 404 nothing with that id in the key's namespace; 409 a name already taken; 413 a body over
+agent's entry); 404 nothing with that id in the key's namespace (or visible to the request's agent); 409 a
+name already taken (the message names the entry to PATCH instead); 413 a body over
 STRATAFLOW_API_MAX_BODY_BYTES; 422 a field the library refuses, named in `field`; 429 the key's rate limit,
 with Retry-After; 503 the database unreachable.
 """
@@ -23,8 +24,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from strataflow.db.roles import AccessError
-from strataflow.memory.api import MemoryNotFound
-from strataflow.memory.entries import EntryConflict, EntryForbidden, EntryNotFound
+from strataflow.memory.api import MemoryConflict, MemoryForbidden, MemoryNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
 from strataflow.service.session import RateLimited
 
@@ -142,6 +142,11 @@ def _internal(_: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal error", code="internal_error")
 
 
+def _conflict(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemoryConflict)
+    return error_response(409, f"{exc} (PATCH /v1/memories/{exc.item_id})")
+
+
 def _status(status: int, code: str | None = None) -> Callable[[Request, Exception], JSONResponse]:
     def handler(_: Request, exc: Exception) -> JSONResponse:
         return error_response(status, str(exc), getattr(exc, "field", None), code)
@@ -157,10 +162,9 @@ HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = 
     KeyRejected: _status(401),
     NamespaceRequired: _status(400, "namespace_required"),
     AccessError: _status(403),
-    EntryForbidden: _status(403),
-    EntryNotFound: _status(404),
+    MemoryForbidden: _status(403),
     MemoryNotFound: _status(404),
-    EntryConflict: _status(409),
+    MemoryConflict: _conflict,
     ValueError: _value,
     DBAPIError: _database,
     PoolTimeout: _database,

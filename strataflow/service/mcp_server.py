@@ -22,15 +22,15 @@ from pydantic import Field
 from sqlalchemy import Connection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from models.entries import EntryHit
+from models.memory_items import MemoryHit
 from strataflow import __version__
 from strataflow.config import Settings
 from strataflow.db.roles import AccessError
-from strataflow.memory import entries, profiles
+from strataflow.memory import api, profiles
 from strataflow.memory.prompts import memory_system_prompt
 from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.context import build_context
-from strataflow.retrieval.item_search import search_entries
+from strataflow.retrieval.item_search import search_memories
 from strataflow.retrieval.user_context import get_user_context as user_context
 from strataflow.service.deps import bearer_token
 from strataflow.service.errors import error_response
@@ -115,18 +115,11 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         """Save a new long-term memory entry about a user. If an entry with this name exists for the user,
         this fails and names it: update that entry with memory_update instead of creating a duplicate."""
         with session(ctx, write=True) as (conn, caller):
-            entry = entries.save_entry(
-                conn,
-                caller.namespace,
-                subject,
-                type,
-                name,
-                content,
-                description,
-                agent_id=agent,
-                shared=shared,
-            )
-        return entry.model_dump(mode="json")
+            saved = api.create_memory(
+                conn, caller.namespace, subject, type, name, content, description=description,
+                agent_id=agent, shared=shared,
+            )  # fmt: skip
+        return saved.item.model_dump(mode="json")
 
     @_tool(server, "memory_recall", READ_ONLY)
     def memory_recall(
@@ -135,7 +128,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         """Search long-term memory (English and Chinese). Returns the best entries, each with its type, name,
         id and content; an empty answer means nothing relevant is stored."""
         with session(ctx) as (conn, caller):
-            hits = search_entries(
+            hits = search_memories(
                 conn, settings, caller.namespace, query, subject, agent_id=agent, limit=limit
             )
         return render_hits(hits)
@@ -153,25 +146,18 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
     ) -> dict[str, Any]:
         """Change an existing memory entry (only the fields given); the old version is kept in its history."""
         with session(ctx, write=True) as (conn, caller):
-            entry = entries.update_entry(
-                conn,
-                caller.namespace,
-                id,
-                agent_id=agent,
-                entry_type=type,
-                name=name,
-                description=description,
-                content=content,
-                shared=shared,
-            )
-        return entry.model_dump(mode="json")
+            updated = api.update_memory(
+                conn, caller.namespace, id, agent_id=agent, type=type, name=name, description=description,
+                value=api.UNSET if content is None else content, shared=shared,
+            )  # fmt: skip
+        return updated.item.model_dump(mode="json")
 
     @_tool(server, "memory_delete", DESTRUCTIVE)
     def memory_delete(id: EntryId, ctx: Context, agent: Agent = None) -> dict[str, Any]:
         """Delete a memory entry that is wrong or no longer true (its history is kept)."""
         with session(ctx, write=True) as (conn, caller):
-            entry = entries.delete_entry(conn, caller.namespace, id, agent_id=agent)
-        return entry.model_dump(mode="json")
+            deleted = api.delete_memory(conn, caller.namespace, id, agent_id=agent)
+        return deleted.item.model_dump(mode="json")
 
     @_tool(server, "get_context", READ_ONLY)
     def get_context(
@@ -246,18 +232,18 @@ def _tool_errors() -> Iterator[None]:
     """Library errors as tool errors an LLM can act on."""
     try:
         yield
-    except entries.EntryNotFound as exc:
+    except api.MemoryNotFound as exc:
         raise ToolError(f"{exc}; call memory_recall to find the entry's id") from None
-    except entries.EntryConflict as exc:
-        raise ToolError(f"{exc} with memory_update") from None
-    except (KeyRejected, AccessError, NamespaceRequired, entries.EntryForbidden, RateLimited) as exc:
+    except api.MemoryConflict as exc:
+        raise ToolError(f"{exc} with memory_update (id {exc.item_id})") from None
+    except (KeyRejected, AccessError, NamespaceRequired, api.MemoryForbidden, RateLimited) as exc:
         raise ToolError(str(exc)) from None
     except ValueError as exc:
         field = getattr(exc, "field", None)
         raise ToolError(f"invalid {field}: {exc}" if field else str(exc)) from None
 
 
-def render_hits(hits: list[EntryHit]) -> str:
+def render_hits(hits: list[MemoryHit]) -> str:
     """Entries as seed 003's memory-context lines: `[type] name (id N)` then the content; '' for none."""
     return "\n\n".join(f"[{hit.type}] {hit.name} (id {hit.id})\n{hit.content}" for hit in hits)
 

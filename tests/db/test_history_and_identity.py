@@ -43,7 +43,9 @@ def scopes(engine: Engine) -> dict[str, str]:
     names = {"own": f"ho_{suffix}", "other": f"hx_{suffix}"}
     with engine.begin() as conn:
         for label, namespace in names.items():
-            memory_api.save_memory(conn, namespace, "u1", "fact", "city", label, f"lives in {label}")
+            memory_api.create_memory(
+                conn, namespace, "u1", "fact", "city", label, statement=f"lives in {label}"
+            )
     return names
 
 
@@ -111,12 +113,13 @@ def test_history_rows_must_sit_in_their_items_namespace_even_for_the_owner(
 def test_history_and_as_of_reads_are_scoped_by_namespace(engine: Engine, scopes: dict[str, str]) -> None:
     victim = _item_id(engine, scopes["other"])
     with engine.connect() as conn:
-        asked_in_own = memory_api.memory_history(conn, scopes["own"], victim)
+        with pytest.raises(memory_api.MemoryNotFound):
+            memory_api.memory_history(conn, scopes["own"], victim)
         as_of_own = conn.execute(
             text("select count(*) from memory_as_of(now(), now(), :ns) where item_id = :id"),
             {"ns": scopes["own"], "id": victim},
         ).scalar_one()
-    assert asked_in_own == [] and as_of_own == 0
+    assert as_of_own == 0
 
 
 @pytest.mark.parametrize(
@@ -194,11 +197,9 @@ def test_an_agent_still_writes_its_own_items_and_their_history_through_the_store
     agent: Engine, engine: Engine, scopes: dict[str, str]
 ) -> None:
     with agent.begin() as conn:
-        saved = memory_api.save_memory(conn, scopes["own"], "u2", "preference", "drink", "tea")
-        changed = memory_api.update_memory(
-            conn, scopes["own"], "u2", item_id=saved.item.item_id, value="coffee"
-        )
-        history = memory_api.memory_history(conn, scopes["own"], saved.item.item_id)
+        saved = memory_api.create_memory(conn, scopes["own"], "u2", "preference", "drink", "tea")
+        changed = memory_api.update_memory(conn, scopes["own"], saved.item.id, value="coffee")
+        history = memory_api.memory_history(conn, scopes["own"], saved.item.id)
     assert (saved.action, changed.action) == ("new", "content_modified")
     assert [(v.version, v.value, v.superseded_at is not None) for v in history] == [
         (1, "tea", True),

@@ -16,7 +16,9 @@ from strataflow.memory import api as memory_api
 def secret_namespace(engine: Engine) -> str:
     namespace = f"rg_{uuid.uuid4().hex[:8]}"
     with engine.begin() as conn:
-        memory_api.save_memory(conn, namespace, "u1", "fact", "passport", "E1234567", "passport E1234567")
+        memory_api.create_memory(
+            conn, namespace, "u1", "fact", "passport", "E1234567", statement="passport E1234567"
+        )
     return namespace
 
 

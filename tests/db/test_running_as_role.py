@@ -48,7 +48,9 @@ def scopes(settings: Settings, engine: Engine, tmp_path_factory: pytest.TempPath
     for label, namespace in names.items():
         city = WORDS[label]
         with engine.begin() as conn:
-            memory_api.save_memory(conn, namespace, SUBJECT, "fact", "city", city, f"Lives in {city}")
+            memory_api.create_memory(
+                conn, namespace, SUBJECT, "fact", "city", city, statement=f"Lives in {city}"
+            )
         ingest_logs(
             settings, [_write_messages(folder / f"{label}.jsonl", city)], namespace=namespace, progress=False
         )
@@ -71,13 +73,19 @@ def test_the_memory_api_under_an_agent_role_returns_only_its_namespace(
     with engine.connect() as conn, conn.begin():
         roles.as_role(conn, agent)
         assert conn.execute(text("select current_user")).scalar() == agent
-        assert [i.value for i in memory_api.list_memories(conn, alpha, SUBJECT)] == ["Lisbon"]
-        assert memory_api.list_memories(conn, beta, SUBJECT) == []  # asking for beta by name gives nothing
-        assert memory_api.get_memory(conn, beta, SUBJECT, kind="fact", key="city") is None
-        assert search_memories(conn, settings, beta, "Reykjavik") == []
-        assert [h.item.namespace for h in search_memories(conn, settings, alpha, "Lisbon")] == [alpha]
+        (own,) = memory_api.list_memories(conn, alpha, SUBJECT).entries
+        assert own.value == "Lisbon"
+        assert memory_api.list_memories(conn, beta, SUBJECT).entries == []  # asking for beta gives nothing
         with pytest.raises(memory_api.MemoryNotFound):
-            memory_api.update_memory(conn, beta, SUBJECT, kind="fact", key="city", value="planted")
+            memory_api.find_memory(conn, beta, SUBJECT, "fact", "city")
+        assert search_memories(conn, settings, beta, "Reykjavik") == []
+        assert [h.id for h in search_memories(conn, settings, alpha, "Lisbon")] == [own.id]
+    with engine.connect() as conn:
+        beta_city = memory_api.find_memory(conn, beta, SUBJECT, "fact", "city")
+    with engine.connect() as conn, conn.begin():
+        roles.as_role(conn, agent)
+        with pytest.raises(memory_api.MemoryNotFound):
+            memory_api.update_memory(conn, beta, beta_city.id, value="planted")
 
 
 def test_the_context_builder_under_an_agent_role_returns_only_its_namespace(
@@ -106,16 +114,16 @@ def test_an_agent_role_saves_updates_and_deletes_its_own_items_through_the_memor
     with engine.connect() as conn:
         with conn.begin():
             roles.as_role(conn, agent)
-            saved = memory_api.save_memory(conn, alpha, SUBJECT, "preference", "drink", "tea", agent_id="bot")
-            updated = memory_api.update_memory(
-                conn, alpha, SUBJECT, item_id=saved.item.item_id, value="coffee"
+            saved = memory_api.create_memory(
+                conn, alpha, SUBJECT, "preference", "drink", "tea", agent_id="bot"
             )
-            deleted = memory_api.delete_memory(conn, alpha, SUBJECT, item_id=saved.item.item_id)
-            history = memory_api.memory_history(conn, alpha, saved.item.item_id)
+            updated = memory_api.update_memory(conn, alpha, saved.item.id, agent_id="bot", value="coffee")
+            deleted = memory_api.delete_memory(conn, alpha, saved.item.id, agent_id="bot")
+            history = memory_api.memory_history(conn, alpha, saved.item.id, agent_id="bot")
         with pytest.raises(DBAPIError, match="row-level security"):
             with conn.begin():
                 roles.as_role(conn, agent)
-                memory_api.save_memory(conn, beta, SUBJECT, "fact", "planted", "yes")
+                memory_api.create_memory(conn, beta, SUBJECT, "fact", "planted", "yes")
     assert (saved.action, updated.action, deleted.action) == ("new", "content_modified", "deleted")
     assert [(v.action, v.value) for v in history] == [
         ("new", "tea"),
@@ -133,10 +141,10 @@ def test_the_role_ends_with_its_transaction_and_bad_names_are_refused(
     with engine.connect() as conn:
         with conn.begin():
             roles.as_role(conn, agent)
-            assert memory_api.list_memories(conn, scopes["beta"], SUBJECT) == []
+            assert memory_api.list_memories(conn, scopes["beta"], SUBJECT).entries == []
         with conn.begin():  # set local role ended with the commit: the login role again
             assert conn.execute(text("select current_user")).scalar() != agent
-            assert len(memory_api.list_memories(conn, scopes["beta"], SUBJECT)) == 1
+            assert len(memory_api.list_memories(conn, scopes["beta"], SUBJECT).entries) == 1
             with pytest.raises(roles.AccessError, match="lower snake_case"):
                 roles.as_role(conn, 'x"; reset role; --')
             with pytest.raises(roles.AccessError, match="no role 'nobody_here'"):

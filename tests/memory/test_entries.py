@@ -1,4 +1,4 @@
-"""Seed 003 entries in the library (strataflow.memory.entries and its entry_fields): names in any language,
+"""Seed 003 entries through the one L2 API (strataflow.memory.api and its item_fields): names in any language,
 the seed's types, agent scope, versioned updates, paging, search, and the memory system prompt."""
 
 from __future__ import annotations
@@ -7,18 +7,24 @@ import pytest
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.memory import entries, entry_fields
+from strataflow.memory import api, item_fields
 from strataflow.memory.prompts import memory_system_prompt
-from strataflow.retrieval.item_search import search_entries
+from strataflow.retrieval.item_search import search_memories
 
 
 def test_an_entry_with_a_chinese_name_comes_back_with_its_name_type_and_kind(
     conn: Connection, namespace: str
 ) -> None:
-    saved = entries.save_entry(
-        conn, namespace, "u1", "user", "用户偏好-简洁风格", "用户偏好简洁直接的回答风格", "回答风格"
-    )
-    fetched = entries.get_entry(conn, namespace, saved.id)
+    saved = api.create_memory(
+        conn,
+        namespace,
+        "u1",
+        "user",
+        "用户偏好-简洁风格",
+        "用户偏好简洁直接的回答风格",
+        description="回答风格",
+    ).item
+    fetched = api.get_memory(conn, namespace, saved.id)
     assert fetched == saved
     assert (saved.name, saved.type, saved.kind, saved.description, saved.content, saved.version) == (
         "用户偏好-简洁风格", "user", "fact", "回答风格", "用户偏好简洁直接的回答风格", 1,
@@ -35,26 +41,28 @@ def test_an_entry_with_a_chinese_name_comes_back_with_its_name_type_and_kind(
     ],
 )
 def test_the_key_of_a_name_is_stable_and_distinct_names_get_distinct_keys(name: str, key: str | None) -> None:
-    assert entry_fields.entry_key(name) == entry_fields.entry_key(f"  {name} ")
+    assert item_fields.name_key(name) == item_fields.name_key(f"  {name} ")
     if key is not None:
-        assert entry_fields.entry_key(name) == key
+        assert item_fields.name_key(name) == key
     else:
-        assert entry_fields.entry_key(name).startswith("sprint_goal_q3_")
-    assert entry_fields.entry_key(name) != entry_fields.entry_key(name + "x")
+        assert item_fields.name_key(name).startswith("sprint_goal_q3_")
+    assert item_fields.name_key(name) != item_fields.name_key(name + "x")
 
 
 def test_a_name_is_unique_per_subject_and_agent_and_an_agents_entry_is_private_unless_shared(
     conn: Connection, namespace: str, settings: Settings
 ) -> None:
-    private = entries.save_entry(
+    private = api.create_memory(
         conn, namespace, "u1", "project", "三季度计划", "Q3 focus: Lisbon office", agent_id="a"
-    )
-    with pytest.raises(entries.EntryConflict, match=f"entry {private.id} already has the name '三季度计划'"):
-        entries.save_entry(conn, namespace, "u1", "project", "三季度计划", "again", agent_id="a")
+    ).item
+    with pytest.raises(api.MemoryConflict, match=f"item {private.id} already has the name '三季度计划'"):
+        api.create_memory(conn, namespace, "u1", "project", "三季度计划", "again", agent_id="a")
     # the same name in another agent's scope is another entry (the identity includes the agent)
-    other = entries.save_entry(conn, namespace, "u1", "project", "三季度计划", "B's own plan", agent_id="b")
+    other = api.create_memory(
+        conn, namespace, "u1", "project", "三季度计划", "B's own plan", agent_id="b"
+    ).item
     assert other.id != private.id and other.key == private.key
-    shared = entries.save_entry(
+    shared = api.create_memory(
         conn,
         namespace,
         "u1",
@@ -63,37 +71,37 @@ def test_a_name_is_unique_per_subject_and_agent_and_an_agents_entry_is_private_u
         "The Lisbon office handbook",
         agent_id="a",
         shared=True,
-    )
+    ).item
 
     def visible(agent: str | None) -> set[int]:
-        hits = search_entries(conn, settings, namespace, "Lisbon office", "u1", agent_id=agent)
+        hits = search_memories(conn, settings, namespace, "Lisbon office", "u1", agent_id=agent)
         return {hit.id for hit in hits}
 
     assert visible("a") == {private.id, shared.id}
     assert visible("b") == {shared.id}  # B sees A's shared entry, never A's private one
-    assert visible(None) == {private.id, shared.id}  # no agent: the whole namespace
-    with pytest.raises(entries.EntryNotFound):
-        entries.get_entry(conn, namespace, private.id, agent_id="b")
-    with pytest.raises(entries.EntryForbidden, match="belongs to agent 'a'"):
-        entries.update_entry(conn, namespace, shared.id, agent_id="b", content="B rewrites it")
-    with pytest.raises(entries.EntryNotFound):
-        entries.get_entry(conn, f"{namespace}_other", private.id)
+    assert visible(None) == {shared.id}  # no agent: no agent's private entries
+    with pytest.raises(api.MemoryNotFound):
+        api.get_memory(conn, namespace, private.id, agent_id="b")
+    with pytest.raises(api.MemoryForbidden, match="belongs to agent 'a'"):
+        api.update_memory(conn, namespace, shared.id, agent_id="b", value="B rewrites it")
+    with pytest.raises(api.MemoryNotFound):
+        api.get_memory(conn, f"{namespace}_other", private.id, agent_id="a")
 
 
 def test_update_changes_type_name_and_description_with_history(conn: Connection, namespace: str) -> None:
-    saved = entries.save_entry(
+    saved = api.create_memory(
         conn, namespace, "u1", "feedback", "不要自动格式化代码", "Do not reformat code"
-    )
-    updated = entries.update_entry(
-        conn, namespace, saved.id, entry_type="user", name="Code style", description="before editing code"
-    )
+    ).item
+    updated = api.update_memory(
+        conn, namespace, saved.id, type="user", name="Code style", description="before editing code"
+    ).item
     assert (updated.id, updated.type, updated.kind, updated.name, updated.key, updated.version) == (
-        saved.id, "user", "fact", "Code style", entry_fields.entry_key("Code style"), 2,
+        saved.id, "user", "fact", "Code style", item_fields.name_key("Code style"), 2,
     )  # fmt: skip
     assert (updated.description, updated.content) == ("before editing code", "Do not reformat code")
-    content = entries.update_entry(conn, namespace, saved.id, content="Never reformat code")
-    deleted = entries.delete_entry(conn, namespace, saved.id)
-    history = entries.entry_history(conn, namespace, saved.id)
+    content = api.update_memory(conn, namespace, saved.id, value="Never reformat code").item
+    deleted = api.delete_memory(conn, namespace, saved.id).item
+    history = api.memory_history(conn, namespace, saved.id)
     assert [(v.version, v.action, v.type, v.name, v.content) for v in history] == [
         (1, "new", "feedback", "不要自动格式化代码", "Do not reformat code"),
         (2, "modified", "user", "Code style", "Do not reformat code"),
@@ -101,53 +109,53 @@ def test_update_changes_type_name_and_description_with_history(conn: Connection,
         (4, "deleted", "user", "Code style", "Never reformat code"),
     ]
     assert (content.version, deleted.status) == (3, "deleted")
-    with pytest.raises(entries.EntryNotFound):
-        entries.get_entry(conn, namespace, saved.id)
+    with pytest.raises(api.MemoryNotFound):
+        api.get_memory(conn, namespace, saved.id)
     # a deleted name may be saved again: the entry comes back as a new version of itself
-    again = entries.save_entry(conn, namespace, "u1", "user", "Code style", "Reformat only on request")
+    again = api.create_memory(conn, namespace, "u1", "user", "Code style", "Reformat only on request").item
     assert (again.id, again.version, again.status) == (saved.id, 5, "active")
 
 
 def test_renaming_onto_a_taken_name_is_a_conflict_and_bad_fields_are_named(
     conn: Connection, namespace: str
 ) -> None:
-    first = entries.save_entry(conn, namespace, "u1", "project", "alpha", "first")
-    entries.save_entry(conn, namespace, "u1", "project", "beta", "second")
-    with pytest.raises(entries.EntryConflict):
-        entries.update_entry(conn, namespace, first.id, name="beta")
+    first = api.create_memory(conn, namespace, "u1", "project", "alpha", "first").item
+    api.create_memory(conn, namespace, "u1", "project", "beta", "second")
+    with pytest.raises(api.MemoryConflict):
+        api.update_memory(conn, namespace, first.id, name="beta")
     for call, field in [
-        (lambda: entries.save_entry(conn, namespace, "u1", "diary", "x", "y"), "type"),
-        (lambda: entries.save_entry(conn, namespace, "u1", "user", " ", "y"), "name"),
-        (lambda: entries.save_entry(conn, namespace, "u1", "user", "n", "a\x00b"), "content"),
-        (lambda: entries.list_entries(conn, namespace, cursor="not-a-cursor"), "cursor"),
+        (lambda: api.create_memory(conn, namespace, "u1", "diary", "x", "y"), "type"),
+        (lambda: api.create_memory(conn, namespace, "u1", "user", " ", "y"), "name"),
+        (lambda: api.create_memory(conn, namespace, "u1", "user", "n", "a\x00b"), "content"),
+        (lambda: api.list_memories(conn, namespace, cursor="not-a-cursor"), "cursor"),
     ]:
-        with pytest.raises(entry_fields.EntryFieldError) as caught:
+        with pytest.raises(item_fields.MemoryFieldError) as caught:
             call()
         assert caught.value.field == field
 
 
 def test_list_pages_through_every_entry_once_newest_first(conn: Connection, namespace: str) -> None:
     saved = [
-        entries.save_entry(conn, namespace, "u2", "project", f"note {n}", f"note number {n}")
+        api.create_memory(conn, namespace, "u2", "project", f"note {n}", f"note number {n}").item
         for n in range(5)
     ]
     seen, cursor = [], None
     while True:
-        page = entries.list_entries(conn, namespace, "u2", limit=2, cursor=cursor)
+        page = api.list_memories(conn, namespace, "u2", limit=2, cursor=cursor)
         seen += [entry.id for entry in page.entries]
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
     assert seen == [entry.id for entry in reversed(saved)]
-    assert [e.id for e in entries.list_entries(conn, namespace, "u2", entry_type="user").entries] == []
+    assert [e.id for e in api.list_memories(conn, namespace, "u2", type="user").entries] == []
 
 
 def test_search_finds_an_entry_by_its_chinese_name_and_an_extracted_item_reads_as_an_entry(
     conn: Connection, namespace: str, settings: Settings
 ) -> None:
-    saved = entries.save_entry(
+    saved = api.create_memory(
         conn, namespace, "u3", "feedback", "用户偏好-简洁风格", "prefers plain short answers"
-    )
+    ).item
     conn.execute(
         text(
             "insert into memory_items (namespace, subject_id, kind, key, value, statement, valid_from) "
@@ -155,8 +163,8 @@ def test_search_finds_an_entry_by_its_chinese_name_and_an_extracted_item_reads_a
         ),
         {"ns": namespace},
     )
-    assert [hit.id for hit in search_entries(conn, settings, namespace, "简洁风格", "u3")] == [saved.id]
-    (company,) = search_entries(conn, settings, namespace, "Quintessa", "u3")
+    assert [hit.id for hit in search_memories(conn, settings, namespace, "简洁风格", "u3")] == [saved.id]
+    (company,) = search_memories(conn, settings, namespace, "Quintessa", "u3")
     assert (company.name, company.type, company.content, company.source) == (
         "company", "fact", "Quintessa", "extracted",
     )  # fmt: skip

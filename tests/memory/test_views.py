@@ -61,11 +61,11 @@ def test_view_is_security_invoker_and_every_column_is_documented(conn: Connectio
 
 
 def test_memory_as_of_reads_history_bi_temporally(conn: Connection, namespace: str) -> None:
-    from strataflow.memory.api import save_memory, update_memory
+    from strataflow.memory.api import create_memory, update_memory
 
-    saved = save_memory(conn, namespace, "u1", "fact", "city", "Hangzhou", "I live in Hangzhou")
+    saved = create_memory(conn, namespace, "u1", "fact", "city", "Hangzhou", statement="I live in Hangzhou")
     before_update = conn.execute(text("select clock_timestamp()")).scalar()
-    update_memory(conn, namespace, "u1", kind="fact", key="city", value="Shanghai")
+    update_memory(conn, namespace, saved.item.id, value="Shanghai")
 
     def as_of(moment: datetime, known_at: datetime | None = None) -> list[tuple[str, object]]:
         rows = conn.execute(

@@ -143,7 +143,7 @@ def test_an_agent_sees_unscoped_own_and_shared_items_never_anothers_private_ones
 
     assert keys("agent_a") == {"q3_plan", "handbook", "budget"}
     assert keys("agent_b") == {"handbook", "budget"}
-    assert keys(None) == {"q3_plan", "handbook", "budget"}
+    assert keys(None) == {"handbook", "budget"}  # no agent: no agent's private items
 
 
 def test_weekly_reports_are_chosen_by_similarity_with_recency_breaking_recap_ties(

@@ -1,4 +1,5 @@
-"""/v1/memories (seed 003 memory provider): named entries of a user and an agent (memory.entries)."""
+"""/v1/memories (seed 003 memory provider): the memory items of a user and an agent, through the one L2 API
+(strataflow.memory.api; search: strataflow.retrieval.item_search)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from models.entries import Entry, EntryHit, EntryPage, EntryVersion
-from strataflow.memory import entries
-from strataflow.retrieval.item_search import search_entries
+from models.memory_items import MemoryHit, MemoryItem, MemoryPage, MemoryVersion
+from strataflow.memory import api
+from strataflow.retrieval import item_search
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import Agent, MemoryCreate, MemoryListParams, MemoryPatch, MemorySearch
@@ -19,67 +20,64 @@ READ = error_responses(401, 403, 404, 422, 429, 503)
 WRITE = error_responses(401, 403, 404, 409, 422, 429, 503)
 
 
-@router.post("", response_model=Entry, status_code=201, responses=WRITE)
-def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep) -> Entry:
-    """Save a new entry; 409 when its name is taken for this subject and agent (update that one instead)."""
-    return entries.save_entry(
-        db, caller.namespace, body.subject, body.type, body.name, body.content, body.description,
+@router.post("", response_model=MemoryItem, status_code=201, responses=WRITE)
+def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep) -> MemoryItem:
+    """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead)."""
+    return api.create_memory(
+        db, caller.namespace, body.subject, body.type, body.name, body.content, description=body.description,
         agent_id=body.agent, shared=body.shared, metadata=body.metadata,
+    ).item  # fmt: skip
+
+
+@router.get("", response_model=MemoryPage, responses=READ)
+def list_memories(params: Annotated[MemoryListParams, Query()], db: DbDep, caller: CallerDep) -> MemoryPage:
+    """Entries newest first, a page at a time (pass next_cursor back as cursor)."""
+    return api.list_memories(
+        db, caller.namespace, params.subject, agent_id=params.agent, type=params.type, limit=params.limit,
+        cursor=params.cursor,
     )  # fmt: skip
 
 
-@router.get("", response_model=EntryPage, responses=READ)
-def list_memories(params: Annotated[MemoryListParams, Query()], db: DbDep, caller: CallerDep) -> EntryPage:
-    """Entries newest first, a page at a time (pass next_cursor back as cursor)."""
-    return entries.list_entries(
-        db,
-        caller.namespace,
-        params.subject,
-        agent_id=params.agent,
-        entry_type=params.type,
-        limit=params.limit,
-        cursor=params.cursor,
-    )
-
-
-@router.post("/search", response_model=dict[str, list[EntryHit]], responses=READ)
+@router.post("/search", response_model=dict[str, list[MemoryHit]], responses=READ)
 def search_memories(
     body: MemorySearch, db: DbDep, caller: CallerDep, settings: SettingsDep
-) -> dict[str, list[EntryHit]]:
+) -> dict[str, list[MemoryHit]]:
     """Entries matching `query` (English and Chinese, words and meaning), best first: {"results": [...]}."""
-    hits = search_entries(
-        db, settings, caller.namespace, body.query, body.subject, agent_id=body.agent, entry_type=body.type,
+    hits = item_search.search_memories(
+        db, settings, caller.namespace, body.query, body.subject, agent_id=body.agent, type=body.type,
         limit=body.limit,
     )  # fmt: skip
     return {"results": hits}
 
 
-@router.get("/{item_id}", response_model=Entry, responses=READ)
-def get_memory(item_id: int, db: DbDep, caller: CallerDep, agent: AgentQuery = None) -> Entry:
+@router.get("/{item_id}", response_model=MemoryItem, responses=READ)
+def get_memory(item_id: int, db: DbDep, caller: CallerDep, agent: AgentQuery = None) -> MemoryItem:
     """One entry; 404 when the key's namespace (or the agent) cannot see it."""
-    return entries.get_entry(db, caller.namespace, item_id, agent_id=agent)
+    return api.get_memory(db, caller.namespace, item_id, agent_id=agent)
 
 
-@router.patch("/{item_id}", response_model=Entry, responses=WRITE)
+@router.patch("/{item_id}", response_model=MemoryItem, responses=WRITE)
 def patch_memory(
     item_id: int, body: MemoryPatch, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
-) -> Entry:
-    """Change type, name, description, content, sharing or metadata (a new version each time)."""
-    return entries.update_entry(
-        db, caller.namespace, item_id, agent_id=agent, entry_type=body.type, name=body.name,
-        description=body.description, content=body.content, shared=body.shared, metadata=body.metadata,
-    )  # fmt: skip
+) -> MemoryItem:
+    """Change type, name, description, content, sharing or metadata (a new version each time); 403 for
+    another agent's entry."""
+    return api.update_memory(
+        db, caller.namespace, item_id, agent_id=agent, type=body.type, name=body.name,
+        description=body.description, value=api.UNSET if body.content is None else body.content,
+        shared=body.shared, metadata=body.metadata,
+    ).item  # fmt: skip
 
 
-@router.delete("/{item_id}", response_model=Entry, responses=WRITE)
-def delete_memory(item_id: int, db: WriterDep, caller: CallerDep, agent: AgentQuery = None) -> Entry:
+@router.delete("/{item_id}", response_model=MemoryItem, responses=WRITE)
+def delete_memory(item_id: int, db: WriterDep, caller: CallerDep, agent: AgentQuery = None) -> MemoryItem:
     """Mark the entry deleted (its history stays); answers the entry as deleted."""
-    return entries.delete_entry(db, caller.namespace, item_id, agent_id=agent)
+    return api.delete_memory(db, caller.namespace, item_id, agent_id=agent).item
 
 
-@router.get("/{item_id}/history", response_model=list[EntryVersion], responses=READ)
+@router.get("/{item_id}/history", response_model=list[MemoryVersion], responses=READ)
 def memory_history(
     item_id: int, db: DbDep, caller: CallerDep, agent: AgentQuery = None
-) -> list[EntryVersion]:
+) -> list[MemoryVersion]:
     """Every version of the entry, oldest first (valid_from/valid_to, recorded_at/superseded_at)."""
-    return entries.entry_history(db, caller.namespace, item_id, agent_id=agent)
+    return api.memory_history(db, caller.namespace, item_id, agent_id=agent)

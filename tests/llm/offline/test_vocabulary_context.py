@@ -17,7 +17,7 @@ from models.vocabulary import PROFILE_KEYS, normalize_key, program_category, sec
 from strataflow.llm.offline import register_offline_provider
 from strataflow.llm.offline.extract import extract_items
 from strataflow.llm.prompt_blocks import parse_blocks
-from strataflow.memory.api import normalize_key as api_normalize_key
+from strataflow.memory.item_fields import normalize_key as api_normalize_key
 from strataflow.pipeline.extract import build_extract_messages
 from strataflow.pipeline.scopes import ScopeMessage
 
