@@ -90,10 +90,8 @@ class Finding:
     weak: bool = False  # said in passing ("my wife and I"): never replaces a stated value or a stored key
 
 
-FACT_GUARDS = frozenset({"question", "negation", "others", "modal"})
 CURRENT_FACT_GUARDS = frozenset({"question", "negation", "others", "modal", "past"})
 INTENT_GUARDS = frozenset({"question", "negation", "others"})
-TEAM_GUARDS = frozenset({"question"})
 
 
 def is_chinese(text: str) -> bool:
