@@ -36,6 +36,7 @@ from models.lifecycle import ForgetResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.hashes import subject_hash
+from strataflow.pipeline.deletion_reports import write_deletion_report
 from strataflow.pipeline.embed import embedded_hash_sql, embedding_cache_prune
 
 logger = logging.getLogger(__name__)
@@ -112,13 +113,6 @@ FORGOTTEN = "[forgotten]"
 # Characters that continue an id: the subject matches only where none of them touches it.
 ID_CHARS = "[:alnum:]_-"
 SELECT_ARCHIVES = text("select distinct archive_path from deletion_reports where archive_path is not null")
-INSERT_REPORT = text(
-    """
-    insert into deletion_reports (run_id, kind, namespace, subject_id, counts)
-    values (:run_id, 'forget', :namespace, :subject_hash, cast(:counts as jsonb))
-    returning report_id
-    """
-)
 
 
 def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.UUID) -> ForgetResult:
@@ -139,18 +133,13 @@ def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.
         _rewrite_archive(Path(row.archive_path), namespace, subject_id)
         for row in conn.execute(SELECT_ARCHIVES)
     )
-    hashed = subject_hash(namespace, subject_id)
-    result = ForgetResult(namespace=namespace, subject_hash=hashed, counts=counts)
+    result = ForgetResult(
+        namespace=namespace, subject_hash=subject_hash(namespace, subject_id), counts=counts
+    )
     report = {"total": {"removed": result.total}, "by_table": counts}
-    result.report_id = conn.execute(
-        INSERT_REPORT,
-        {
-            "run_id": run_id,
-            "namespace": namespace,
-            "subject_hash": f"sha256:{hashed}",
-            "counts": json.dumps(report),
-        },
-    ).scalar_one()
+    result.report_id = write_deletion_report(
+        conn, run_id, "forget", report, namespace=namespace, subject_id=subject_id
+    )
     return result
 
 

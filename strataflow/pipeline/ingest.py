@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Connection, text
 
 from models.results import IngestResult
@@ -34,21 +33,14 @@ from strataflow.ingest.readers import (
 )
 from strataflow.pipeline.progress import progress_bar
 from strataflow.pipeline.runs import record_run
+from strataflow.pipeline.scopes import advance_watermark
 
 logger = logging.getLogger(__name__)
 
+STAGE = "ingest"
 SELECT_WATERMARK = text(
-    "select checksum, value from watermarks "
-    "where stage = 'ingest' and namespace = :namespace and scope = :scope"
-)
-UPSERT_WATERMARK = text(
-    """
-    insert into watermarks (stage, namespace, scope, checksum, value, run_id, updated_at)
-    values ('ingest', :namespace, :scope, :checksum, cast(:value as jsonb), :run_id, now())
-    on conflict (stage, namespace, scope)
-    do update set checksum = excluded.checksum, value = excluded.value, run_id = excluded.run_id,
-                  updated_at = now()
-    """
+    f"select checksum, value from watermarks where stage = '{STAGE}' "
+    "and namespace = :namespace and scope = :scope"
 )
 
 
@@ -132,15 +124,8 @@ def _ingest_file(
     result.add(counts)
     value = {"source": source, "format": file_format, "rows": counts.read}
     with conn.begin():
-        conn.execute(
-            UPSERT_WATERMARK,
-            {
-                "namespace": watermark_namespace,
-                "scope": scope,
-                "checksum": checksum.result(),
-                "value": orjson.dumps(value).decode(),
-                "run_id": result.run_id,
-            },
+        advance_watermark(
+            conn, STAGE, watermark_namespace, scope, result.run_id, checksum=checksum.result(), value=value
         )
 
 
@@ -185,13 +170,5 @@ def _ingest_sql(
     result.files += 1
     result.add(ingest_chunks(conn.engine, track(chunks), options, result.run_id, bar))
     with conn.begin():
-        conn.execute(
-            UPSERT_WATERMARK,
-            {
-                "namespace": watermark_namespace,
-                "scope": scope,
-                "checksum": None,
-                "value": orjson.dumps({"source": name, "updated_at": seen[0]}).decode(),
-                "run_id": result.run_id,
-            },
-        )
+        value = {"source": name, "updated_at": seen[0]}
+        advance_watermark(conn, STAGE, watermark_namespace, scope, result.run_id, value=value)

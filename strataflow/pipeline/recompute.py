@@ -18,7 +18,7 @@ artifact `backfill-plan`.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import date
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -40,7 +40,7 @@ from strataflow.llm.gateway import STAGE_MODEL_FIELD
 from strataflow.llm.ledger import input_hash
 from strataflow.llm.tokens import count_prompt_tokens
 from strataflow.pipeline import extract, hot_memory, reflect, reflect_prompt, rollup, rollup_prompt, scopes
-from strataflow.timeutil import week_bounds
+from strataflow.timeutil import day_bounds, week_bounds
 
 COMPLETION_SHARE = 0.15  # completion tokens per prompt token when a stage has no past calls to learn from
 PLAN_ARTIFACT = "backfill-plan"
@@ -64,8 +64,7 @@ def recompute_window(settings: Settings, params: BackfillParams) -> Recompute | 
     """The event-time window a backfill recomputes: [start 00:00, end + 1 day 00:00) in the zone."""
     if not (params.reprocess or params.force):
         return None
-    since = datetime.combine(params.start, time(), tzinfo=settings.tz)
-    until = datetime.combine(params.end + timedelta(days=1), time(), tzinfo=settings.tz)
+    since, until = day_bounds(params.start, settings.tz)[0], day_bounds(params.end, settings.tz)[1]
     return Recompute(since=since, until=until, force=params.force)
 
 
