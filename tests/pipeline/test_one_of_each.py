@@ -121,7 +121,8 @@ def test_a_quarantine_row_holds_no_nul_and_keeps_the_subject(conn: Connection) -
         namespace=namespace, source="bin.md", position="file", field=None, reason="unreadable",
         error="bad\x00file", raw_record="a\x00b", subject_id="u1",
     )  # fmt: skip
-    assert write_quarantine(conn, None, [row]) == 1 and write_quarantine(conn, None, []) == 0
+    write_quarantine(conn, None, [row])
+    write_quarantine(conn, None, [row])  # once per record (sql/283)
     stored = conn.execute(
         text("select subject_id, position, error, raw_record from quarantine where namespace = :ns"),
         {"ns": namespace},
