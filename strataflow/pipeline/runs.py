@@ -61,9 +61,9 @@ SELECT_RUNNING = text(
     """
 )
 MARK_CRASHED = text(
-    """
+    f"""
     update pipeline_runs
-    set status = 'crashed', finished_at = now(),
+    set status = '{CRASHED}', finished_at = now(),
         error = 'the process that ran it (pid ' || pid || ' on ' || host || ') ended without closing the run'
     where run_id = any(cast(:run_ids as uuid[])) and status = 'running'
     """
