@@ -85,14 +85,13 @@ def seed_subject(engine, settings, add_messages, namespace, subject, monday):
         conn.execute(
             text(
                 "insert into quarantine (namespace, subject_id, source, position, reason, error, raw_record) "
-                "values (:ns, :s, 'x.jsonl', '3', 'bad_timestamp', 'bad time', :bad_time), "
+                "values (:ns, :s, :file, '3', 'bad_timestamp', 'bad time', '{}'), "
                 "(null, null, 'y.jsonl', '4', 'missing_field', 'no namespace', :raw)"
             ),
             {
                 "ns": namespace,
                 "s": subject,
-                # each subject's own record: a record is quarantined once per source and position (sql/283)
-                "bad_time": json.dumps({"subject_id": subject, "created_at": "soon"}),
+                "file": f"{subject}.jsonl",  # one record per subject (sql/283)
                 "raw": json.dumps({"subject_id": subject, "content": "hi"}),
             },
         )
