@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     from strataflow.db import migrations
     from strataflow.db.engine import engine_for
     from strataflow.llm.embeddings import get_embedder
-    from strataflow.retrieval.context_budget import count_tokens
+    from strataflow.llm.tokens import count_tokens
 
     settings = load_settings()
     migrations.upgrade(engine_for(settings))

@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 
+from strataflow.timeutil import WEEK, week_start
+
 NAMESPACE = "bench_context"
 POOL = 1000
 
@@ -231,7 +233,7 @@ def load(settings: Any, rows: int, scopes: int, rng: random.Random) -> dict[str,
                 "statements": list(statements),
             },
         )
-        monday = (end - timedelta(days=end.weekday() + 7)).date()
+        monday = week_start(end) - WEEK
         summary = "Weekly report: " + " ".join(fill(rng.choice(TEMPLATES), rng) for _ in range(4))
         conn.execute(
             text(SQL_REPORTS), {"ns": NAMESPACE, "scopes": scopes, "week_start": monday, "summary": summary}

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, text
 
-from strataflow.textsearch import content_hash
+from strataflow.hashes import content_hash
 
 SUBJECTS = [
     "the deploy",

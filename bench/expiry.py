@@ -28,6 +28,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, text
 
+from strataflow.timeutil import mondays, week_bounds, week_start
+
 SCHEMA = "bench_expiry"
 SPAN_DAYS = 60
 EXPIRE_DAYS = 30
@@ -56,19 +58,19 @@ def create_tables(conn: Connection, start: datetime, end: datetime) -> list[str]
     conn.execute(text(f"create table {SCHEMA}.messages_partitioned ({like}) partition by range (event_at)"))
     conn.execute(text(f"create table {SCHEMA}.messages_plain ({like}) with (autovacuum_enabled = false)"))
     names = []
-    monday = start - timedelta(days=start.weekday())
-    monday = monday.replace(hour=0, minute=0, second=0, microsecond=0)
-    while monday < end:
+    for monday in mondays(week_start(start, UTC), end.astimezone(UTC).date()):
+        week_from, week_until = week_bounds(monday, UTC)
+        if week_from >= end:
+            break
         name = "messages_w" + monday.strftime("%G_%V")
         conn.execute(
             text(
                 f"create table {SCHEMA}.{name} partition of {SCHEMA}.messages_partitioned "
-                f"for values from ('{monday.isoformat()}') to ('{(monday + timedelta(days=7)).isoformat()}') "
+                f"for values from ('{week_from.isoformat()}') to ('{week_until.isoformat()}') "
                 "with (autovacuum_enabled = false)"
             )
         )
         names.append(name)
-        monday += timedelta(days=7)
     return names
 
 

@@ -34,7 +34,6 @@ loaded machine lowers the ratio); progress on stderr.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -54,7 +53,9 @@ from bench import cpu
 from strataflow.config import Settings, load_settings
 from strataflow.db import migrations
 from strataflow.db.engine import engine_for
+from strataflow.hashes import content_hash
 from strataflow.textsearch import chinese_tokens
+from strataflow.timeutil import WEEK, mondays, week_bounds, week_start
 
 COPY_TABLE = "bench_copy_messages"
 SELECT_PARTITIONS = text(
@@ -153,12 +154,8 @@ def free_window(engine: Engine, rows: int) -> tuple[datetime, datetime]:
 def bench_weeks(first: datetime, last: datetime) -> list[datetime]:
     """The Mondays (00:00 UTC) of the weeks from the one before first's to last's: the copy table's
     partitions, and the L1 partitions the bench may leave behind."""
-    week = (first - timedelta(days=first.weekday() + 7)).replace(hour=0, minute=0, second=0, microsecond=0)
-    weeks = []
-    while week <= last:
-        weeks.append(week)
-        week += timedelta(days=7)
-    return weeks
+    weeks = mondays(week_start(first, UTC) - WEEK, last.astimezone(UTC).date())
+    return [week_bounds(monday, UTC)[0] for monday in weeks]
 
 
 def prepare(engine: Engine, first: datetime, last: datetime) -> None:
@@ -176,7 +173,7 @@ def prepare(engine: Engine, first: datetime, last: datetime) -> None:
             conn.execute(
                 text(
                     f"create table {COPY_TABLE}_w{week:%G_%V} partition of {COPY_TABLE} "
-                    f"for values from ('{week.isoformat()}') to ('{(week + timedelta(days=7)).isoformat()}')"
+                    f"for values from ('{week.isoformat()}') to ('{(week + WEEK).isoformat()}')"
                 )
             )
 
@@ -222,7 +219,7 @@ def time_copy(engine: Engine, settings: Settings, path: Path) -> float:
                             r["source_message_id"],
                             r["role"],
                             r["content"],
-                            hashlib.sha256(r["content"].encode()).hexdigest(),
+                            content_hash(r["content"]),
                             event_at,
                             event_at + retention,
                             orjson.dumps(r["metadata"]).decode(),

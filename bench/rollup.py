@@ -49,6 +49,7 @@ from strataflow.db import migrations
 from strataflow.db.engine import dispose_engines, engine_for
 from strataflow.pipeline.ingest import ingest_logs
 from strataflow.pipeline.rollup import rollup_weeks
+from strataflow.timeutil import WEEK, week_bounds, week_start
 
 NAMESPACE = "bench_rollup"
 WARM_NAMESPACE = "bench_rollup_warm"
@@ -75,8 +76,7 @@ def log(message: str) -> None:
 
 def last_complete_monday(today: datetime) -> datetime:
     """00:00 UTC on the Monday of the last complete ISO week."""
-    monday = today.date() - timedelta(days=today.weekday() + 7)
-    return datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    return week_bounds(week_start(today) - WEEK, UTC)[0]
 
 
 def write_scopes(path: Path, scopes: int, seed: int) -> None:

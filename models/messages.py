@@ -244,11 +244,12 @@ def _canonical_time(value: Any, tz: ZoneInfo) -> datetime | None:
 
 
 class RecordProblem(BaseModel):
-    """Why a record is not a valid message: the field it names, a short reason and a readable sentence."""
+    """Why a record is not a valid message (the reader could not parse it, or validation refused it): the
+    field it names, a short reason and a readable sentence. Its quarantine row adds where it was read."""
 
-    field: str | None
-    reason: str
-    error: str
+    field: str | None = Field(description="the field the error names")
+    reason: str = Field(description="short machine-readable reason (missing_field, unknown_role, ...)")
+    error: str = Field(description="the sentence a person reads")
 
 
 def describe_errors(exc: ValidationError) -> RecordProblem:

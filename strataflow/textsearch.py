@@ -13,21 +13,19 @@ and for a query:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from functools import lru_cache
 from typing import Any
 
-CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+# The Chinese (CJK ideograph) characters, as the body of a regular-expression character class: Extension A,
+# the unified block, the compatibility ideographs. The one definition: every rule that looks for Chinese
+# text (language detection, segmentation, intent, the offline rules) builds on it.
+CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_RUN = re.compile(f"[{CJK}]+")
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 TSVECTOR_SQL = "(to_tsvector('english', {en}) || to_tsvector('simple', {zh}))"
 TSQUERY_SQL = "(to_tsquery('english', {en}) || to_tsquery('simple', {zh}))"
-
-
-def content_hash(text: str) -> str:
-    """sha256 of the text: the identity of a content version (dedup, caches, re-extraction)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def detect_lang(text: str) -> str:

@@ -138,7 +138,8 @@ def forget(
 
     Example: strataflow forget --namespace acme --subject user-42
     """
-    from strataflow.pipeline.forget import forget_subject, subject_hash
+    from strataflow.hashes import subject_hash
+    from strataflow.pipeline.forget import forget_subject
 
     settings = settings_or_exit()
     if not namespace.strip() or not subject.strip():

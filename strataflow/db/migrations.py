@@ -7,7 +7,6 @@ is refused (add a new numbered file instead). A view's definition lives in its o
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from strataflow.db import views
+from strataflow.hashes import content_hash
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 MIGRATION_NAME = re.compile(r"^\d{3}_[a-z0-9_]+\.sql$")
@@ -73,7 +73,7 @@ def discover(sql_dir: Path = SQL_DIR) -> list[Migration]:
         if not MIGRATION_NAME.match(path.name):
             continue
         body = path.read_text(encoding="utf-8")
-        migrations.append(Migration(path.name, hashlib.sha256(body.encode()).hexdigest(), body))
+        migrations.append(Migration(path.name, content_hash(body), body))
     return migrations
 
 

@@ -23,7 +23,6 @@ so row-level security of the caller applies through the view.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ from pathlib import Path
 import psycopg
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
+
+from strataflow.hashes import content_hash
 
 VIEWS_SUBDIR = "views"
 VIEW_FILE = re.compile(r"^[a-z][a-z0-9_]*\.sql$")
@@ -196,7 +197,7 @@ def discover(sql_dir: Path) -> list[View]:
     views = {
         name: View(
             name,
-            hashlib.sha256(body.encode()).hexdigest(),
+            content_hash(body),
             body,
             tuple(sorted({r.lower() for r in READS.findall(code)} & (set(found) - {name}))),
         )
@@ -347,7 +348,7 @@ def _defined_hash(state: object) -> str:
     assert isinstance(state, dict)
     defined = {key: state[key] for key in ("definition", "options", "comment")}
     defined["columns"] = [column[:3] for column in state["columns"]]
-    return hashlib.sha256(json.dumps(defined, sort_keys=True).encode()).hexdigest()
+    return content_hash(json.dumps(defined, sort_keys=True))
 
 
 def _apply_one(conn: Connection, view: View, names: list[str], restore: dict[str, list[str]]) -> list[str]:

@@ -205,6 +205,11 @@ def _write_assets(directory: Path, rng: random.Random) -> int:
     return 3
 
 
+def first_day(last: date, weeks: int) -> date:
+    """The first day of a sample of `weeks` weeks (7 x weeks days) that ends on `last`."""
+    return last - timedelta(days=weeks * 7 - 1)
+
+
 def write_sample(
     out: Path,
     subjects: int = 3,
@@ -216,7 +221,7 @@ def write_sample(
     """Write the sample into `out` (see the module docstring); deterministic for its arguments."""
     tz = tz or ZoneInfo("UTC")
     last = end_date or (datetime.now(tz).date() - timedelta(days=1))
-    start = last - timedelta(days=weeks * 7 - 1)
+    start = first_day(last, weeks)
     rng = random.Random(f"{seed}:{last.isoformat()}:{subjects}:{weeks}")
     out.mkdir(parents=True, exist_ok=True)
     consulting = _consulting(rng, subjects, weeks, start, tz)

@@ -91,7 +91,7 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
         ) from None
     end = datetime.now(settings.tz).date() - timedelta(days=1)
     sample.write_sample(out, subjects=SAMPLE_SUBJECTS, weeks=SAMPLE_WEEKS, end_date=end, tz=settings.tz)
-    info = {"start": (end - timedelta(days=7 * SAMPLE_WEEKS - 1)).isoformat(), "end": end.isoformat()}
+    info = {"start": sample.first_day(end, SAMPLE_WEEKS).isoformat(), "end": end.isoformat()}
     marker.write_text(json.dumps(info))
     return info
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import text
 
+from strataflow.hashes import content_hash
 from strataflow.ingest.chunking import Chunk, chunk_json, chunk_records, chunk_rows, chunk_text
-from strataflow.textsearch import content_hash
 
 KINDS = {
     ".md": "markdown",
@@ -66,12 +66,6 @@ def asset_files(paths: Iterable[str | Path]) -> list[Path]:
         else:
             files.append(path)
     return files
-
-
-def file_checksum(path: Path) -> str:
-    """The file's sha256 (hex). Hashing releases the GIL, so other threads run meanwhile."""
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def parse_file(path: Path, checksum: str) -> ParsedAsset:

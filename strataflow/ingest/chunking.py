@@ -1,10 +1,14 @@
 """Token-bounded chunks of data assets: text split on headings, paragraphs and sentences; table rows with
 their header; JSON records. Pure functions (no I/O), used by strataflow/pipeline/assets.py.
 
-Token counts are an estimate, fast and dependency-free: the pieces BERT's basic tokenizer makes before
-WordPiece (a run of letters or digits, one CJK character, one punctuation mark). It is a lower bound of the
-model's WordPiece count (English words average about 1.3 pieces), so chunks aim at MAX_TOKENS = 200,
-under all-MiniLM-L6-v2's 256-token window.
+Tokens are counted with the one default counter (strataflow.llm.tokens.count_tokens, cl100k_base). The
+chunks are embedded by all-MiniLM-L6-v2, whose window is 256 WordPiece tokens ([CLS] and [SEP] included)
+and which ignores the rest, so MAX_TOKENS leaves room for the difference between the two tokenizers.
+Measured with the model's own tokenizer on this repository's docs (English Markdown with code and SQL),
+Chinese and mixed Chinese/English prose, CSV tables and JSON records: chunks of at most 170 counted tokens
+held at most 226 WordPiece tokens (English; Chinese at most 158, as WordPiece gives one piece per Chinese
+character and cl100k_base one or more; mixed 178, CSV 168, JSON 186); at 180 English reached 239, at 200
+264. (The basic-tokenizer estimate used before let 37 of 730 chunks of the same texts overflow at its 200.)
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_TOKENS = 200
+from strataflow.llm.tokens import count_tokens, token_offsets
+
+MAX_TOKENS = 170
 OVERLAP_TOKENS = 40
 MIN_BODY_TOKENS = 32  # a long heading or header never leaves less than this for the body
 
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+|[^\w\s]")
 HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 SENTENCE = re.compile(r".+?(?:[.!?](?=\s)|[。！？；]|$)", re.S)
@@ -43,10 +47,6 @@ class Unit:
     meta: int | None = None  # row or record number, kept as a range in the chunk metadata
 
 
-def estimate_tokens(text: str) -> int:
-    return len(TOKEN.findall(text))
-
-
 def pack(
     units: Sequence[Unit],
     max_tokens: int = MAX_TOKENS,
@@ -56,7 +56,7 @@ def pack(
 ) -> list[Chunk]:
     """Greedy packing of units into chunks of at most max_tokens (prefix included, repeated in each chunk);
     each chunk after the first starts with the trailing units of the previous one, up to `overlap` tokens."""
-    prefix_tokens = estimate_tokens(prefix)
+    prefix_tokens = count_tokens(prefix)
     budget = max(max_tokens - prefix_tokens, MIN_BODY_TOKENS)
     pieces = [piece for unit in units for piece in _split_long(unit, budget, overlap)]
     groups: list[list[Unit]] = []
@@ -99,16 +99,23 @@ def _chunk(group: list[Unit], prefix: str, prefix_tokens: int, metadata: dict[st
 
 
 def _split_long(unit: Unit, budget: int, overlap: int) -> list[Unit]:
-    """A unit over the budget becomes windows of `budget` tokens that overlap by `overlap` tokens."""
+    """A unit over the budget becomes windows of at most `budget` tokens that overlap by `overlap` tokens."""
     if unit.tokens <= budget:
         return [unit]
-    spans = [m.span() for m in TOKEN.finditer(unit.text)]
+    offsets = token_offsets(unit.text) + [len(unit.text)]
     step = max(budget - overlap, 1)
     windows = []
-    for start in range(0, len(spans), step):
-        window = spans[start : start + budget]
-        windows.append(Unit(unit.text[window[0][0] : window[-1][1]], len(window), " ", unit.meta))
-        if start + budget >= len(spans):
+    for start in range(0, len(offsets) - 1, step):
+        end = min(start + budget, len(offsets) - 1)
+        while True:  # cut apart, the window may count a token more than its share: then it ends one earlier
+            text = unit.text[offsets[start] : offsets[end]].strip()
+            tokens = count_tokens(text)
+            if tokens <= budget or end - start <= 1:
+                break
+            end -= 1
+        if text:
+            windows.append(Unit(text, tokens, " ", unit.meta))
+        if end >= len(offsets) - 1:
             break
     # the first window keeps the unit's own joiner; windows already overlap, so they are packed one per chunk
     windows[0] = Unit(windows[0].text, windows[0].tokens, unit.joiner, unit.meta)
@@ -125,7 +132,7 @@ def sentence_units(paragraph: str) -> list[Unit]:
             continue
         start = match.start() + (len(match.group()) - len(match.group().lstrip()))
         joiner = "\n\n" if not units else (" " if paragraph[last_end:start] else "")
-        units.append(Unit(sentence, estimate_tokens(sentence), joiner))
+        units.append(Unit(sentence, count_tokens(sentence), joiner))
         last_end = start + len(sentence)
     return units
 
@@ -159,7 +166,7 @@ def chunk_text(
         units = [unit for paragraph in PARAGRAPH_BREAK.split(body) for unit in sentence_units(paragraph)]
         if not units:
             if heading:
-                chunks.append(Chunk(heading, estimate_tokens(heading), {"heading": heading}))
+                chunks.append(Chunk(heading, count_tokens(heading), {"heading": heading}))
             continue
         chunks.extend(
             pack(units, max_tokens, overlap, prefix=heading, metadata={"heading": heading} if heading else {})
@@ -185,9 +192,7 @@ def chunk_rows(
     """Groups of table rows, each chunk starting with the title and the header line (rows numbered from 1)."""
     prefix = f"{title}\n{row_line(header)}"
     units = [
-        Unit(line, estimate_tokens(line), "\n", number)
-        for number, values in rows
-        if (line := row_line(values))
+        Unit(line, count_tokens(line), "\n", number) for number, values in rows if (line := row_line(values))
     ]
     return pack(units, max_tokens, overlap=0, prefix=prefix)
 
@@ -213,18 +218,16 @@ def chunk_json(title: str, data: Any, max_tokens: int = MAX_TOKENS) -> list[Chun
         for key, value in data.items():
             items = value if isinstance(value, list) else [value]
             lines.extend(f"{key}: {record_line(item)}" for item in items)
-        return pack([Unit(line, estimate_tokens(line), "\n") for line in lines], max_tokens, 0, prefix=title)
+        return pack([Unit(line, count_tokens(line), "\n") for line in lines], max_tokens, 0, prefix=title)
     lines = json.dumps(data, ensure_ascii=False, indent=2).splitlines()
-    return pack(
-        [Unit(line, estimate_tokens(line), "\n") for line in lines], max_tokens, OVERLAP_TOKENS, title
-    )
+    return pack([Unit(line, count_tokens(line), "\n") for line in lines], max_tokens, OVERLAP_TOKENS, title)
 
 
 def chunk_records(
     title: str, records: Iterable[tuple[int, Any]], max_tokens: int = MAX_TOKENS
 ) -> list[Chunk]:
     units = [
-        Unit(line, estimate_tokens(line), "\n", number)
+        Unit(line, count_tokens(line), "\n", number)
         for number, record in records
         if (line := record_line(record))
     ]

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -21,15 +20,19 @@ from pydantic import ValidationError
 from models.messages import (
     UNSAFE_ID_CHAR,
     MessageRecord,
+    RecordProblem,
     canonical_fields,
     describe_errors,
     record_fields,
     validation_context,
 )
+from strataflow.hashes import content_hash
 from strataflow.ingest.fulltext import Lexicon, UnknownWords
 from strataflow.ingest.intent import classify_intent
-from strataflow.ingest.readers import ReadError, ReadItem
-from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
+from strataflow.ingest.quarantine import quarantine_row
+from strataflow.ingest.readers import ReadItem
+from strataflow.textsearch import CJK_RUN, detect_lang, fts_parts
+from strataflow.timeutil import utc_week_starts
 
 # The "subject_id" member of a line that is not valid JSON: any spacing, a JSON string value.
 RAW_SUBJECT = re.compile(r'"subject_id"\s*:\s*("(?:[^"\\]|\\.)*")')
@@ -50,8 +53,6 @@ STAGE_COLUMNS = (
     "fts_en",
     "fts_zh",
 )
-WEEK_SECONDS = 7 * 86400
-EPOCH_TO_MONDAY = 3 * 86400  # 1970-01-01 was a Thursday: weeks counted from Monday 1969-12-29
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def prepare_chunk(
     by_key: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     chunk = PreparedChunk()
     for position, raw, value in items:
-        if isinstance(value, ReadError):
+        if isinstance(value, RecordProblem):
             chunk.quarantined.append(
                 _problem(options, position, raw, None, value.field, value.reason, value.error)
             )
@@ -168,7 +169,7 @@ def prepare_chunk(
         if lexicon is not None:
             chunk.vectors = full_text_vectors(chunk.rows, lexicon)
         chunk.payload = render_copy(chunk.rows, chunk.vectors)
-        chunk.weeks = utc_weeks(row[11] for row in chunk.rows)
+        chunk.weeks = utc_week_starts(row[11] for row in chunk.rows)
     return chunk
 
 
@@ -208,12 +209,6 @@ def full_text_vectors(rows: list[tuple[Any, ...]], lexicon: Lexicon) -> list[str
             except UnknownWords:  # another pipeline's learn() took the pending words: the database decides
                 pass
     return vectors
-
-
-def utc_weeks(times: Iterable[datetime]) -> list[datetime]:
-    """The distinct UTC ISO weeks (their Monday 00:00 UTC) of aware datetimes, in order."""
-    weeks = {(int(moment.timestamp()) + EPOCH_TO_MONDAY) // WEEK_SECONDS for moment in times}
-    return [datetime.fromtimestamp(week * WEEK_SECONDS - EPOCH_TO_MONDAY, UTC) for week in sorted(weeks)]
 
 
 def render_copy(rows: list[tuple[Any, ...]], vectors: list[str | None] | None = None) -> str:
@@ -293,16 +288,16 @@ def _problem(
     # A line that is not JSON at all still names its subject when its "subject_id" member can be read, so
     # forget finds the row by its subject_id column.
     subject = _text(record.get("subject_id")) if record else _subject_in_raw(raw_text)
-    return {
-        "namespace": namespace,
-        "subject_id": subject,
-        "source": source,
-        "position": str(position),
-        "field": field_name,
-        "reason": reason,
-        "error": f"{source} record {position}: {error}".replace("\x00", "\\x00"),
-        "raw_record": raw_text.replace("\x00", "\\u0000"),
-    }
+    return quarantine_row(
+        namespace=namespace,
+        source=source,
+        position=position,
+        field=field_name,
+        reason=reason,
+        error=f"{source} record {position}: {error}",
+        raw_record=raw_text,
+        subject_id=subject,
+    )
 
 
 def _subject_in_raw(raw_text: str) -> str | None:

@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 
 from models.common import Intent
+from strataflow.textsearch import CJK
 
 _WORDS = re.compile(r"[a-z]+(?:'[a-z]+)?")
 # Bytes of a UTF-8 text to keep for word splitting (a-z and the apostrophe); every other byte, those of
 # non-ASCII characters included, becomes a space. See _words.
 _WORD_BYTES = bytes(c if 97 <= c <= 122 or c == 39 else 32 for c in range(256))
 _PERCENT = re.compile(r"\d ?%")
-_WORDY = re.compile(r"[A-Za-z].*[A-Za-z]|[\u3400-\u9fff]")
+_WORDY = re.compile(rf"[A-Za-z].*[A-Za-z]|[{CJK}]")
 
 GREETING_WORDS = {
     "hi",

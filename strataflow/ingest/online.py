@@ -3,7 +3,7 @@ ingest's own validation, enrichment, quarantine and rewrite rules.
 
 Each record is validated as the canonical message (models.messages.MessageRecord) and enriched by
 strataflow.ingest.enrich.prepare_chunk (language, intent, hash, full-text parts); invalid records go to the
-quarantine table with the field they name (strataflow.ingest.staging.write_chunk). Valid messages are written
+quarantine table with the field they name (strataflow.ingest.quarantine). Valid messages are written
 with set-based statements of their own, not staging's COPY path: that path stages through session temp
 tables, which pays off for chunks, not for one message (a commit that touched the temp tables costs several
 milliseconds here), and it sets message ids itself, which an agent role may not (sql/101). The rules are the
@@ -44,10 +44,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
+from models.messages import RecordProblem
 from strataflow.config import Settings
-from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, PreparedChunk, prepare_chunk
+from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
+from strataflow.ingest.quarantine import write_quarantine
 from strataflow.ingest.readers import ReadItem
-from strataflow.ingest.staging import write_chunk
 from strataflow.textsearch import TSVECTOR_SQL
 
 DEFAULT_SOURCE = "api"
@@ -127,13 +128,10 @@ INSERT_REWRITTEN = text(
 )
 
 
-class RecordProblem(BaseModel):
-    """Why one record was quarantined."""
+class RejectedRecord(RecordProblem):
+    """Why one record of the request was quarantined, and which one."""
 
     position: int = Field(description="the record's index in the request (0 for a single message)")
-    field: str | None = Field(description="the field the error names")
-    reason: str = Field(description="short machine-readable reason (missing_field, unknown_role, ...)")
-    error: str = Field(description="the sentence a person reads")
 
 
 class WriteRefused(ValueError):
@@ -153,7 +151,7 @@ class OnlineWrite(BaseModel):
     inserted: int = Field(description="messages new to L1")
     updated: int = Field(description="messages whose content changed and was rewritten")
     unchanged: int = Field(description="messages already stored with the same content")
-    problems: list[RecordProblem] = Field(default_factory=list, description="one per quarantined record")
+    problems: list[RejectedRecord] = Field(default_factory=list, description="one per quarantined record")
 
 
 def write_messages(
@@ -180,15 +178,12 @@ def write_messages(
         )
     if not settings.api_durable_writes:
         conn.execute(ASYNC_COMMIT)
-    if chunk.quarantined:
-        write_chunk(
-            conn, PreparedChunk(quarantined=chunk.quarantined), len(records), None, settings.retention_days
-        )
+    write_quarantine(conn, None, chunk.quarantined)
     ids, inserted, changed = _insert_new(conn, chunk.rows, settings.retention_days)
     if changed:
         _rewrite(conn, changed, settings.retention_days)
     problems = [
-        RecordProblem(position=int(q["position"]), field=q["field"], reason=q["reason"], error=q["error"])
+        RejectedRecord(position=int(q["position"]), field=q["field"], reason=q["reason"], error=q["error"])
         for q in chunk.quarantined
     ]
     return OnlineWrite(

@@ -5,7 +5,7 @@ with bounded memory; a JSON array or a LoCoMo file is parsed whole (use JSONL fo
 - position: the line number (JSONL, CSV), row number (Parquet, SQL, JSON arrays) or turn id (LoCoMo);
 - raw: the record's original bytes/text when the reader has it (JSONL lines), else None (the ingest then
   stores the parsed record as JSON in quarantine);
-- value: the record as a dict with canonical keys (after the column mapping), or a `ReadError` when the
+- value: the record as a dict with canonical keys (after the column mapping), or its `RecordProblem` when the
   record cannot even be parsed (malformed JSON, invalid UTF-8, a CSV row with the wrong number of cells).
 
 LoCoMo (snap-research/LoCoMo) speaker rule: both speakers are real people talking to each other, so every
@@ -26,7 +26,6 @@ import io
 import re
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,22 +33,16 @@ from zoneinfo import ZoneInfo
 
 import orjson
 
+from models.messages import RecordProblem
+
 LOG_EXTENSIONS = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 FORMATS = ("auto", "jsonl", "json", "csv", "parquet", "locomo", "sql")
 LOCOMO_TIME_FORMAT = "%I:%M %p on %d %B, %Y"
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass(frozen=True, slots=True)
-class ReadError:
-    """A record that could not be parsed at all."""
-
-    field: str | None
-    reason: str
-    error: str
-
-
-ReadItem = tuple[int | str, bytes | str | None, "dict[str, Any] | ReadError"]
+# A record that could not be parsed at all stands as its RecordProblem.
+ReadItem = tuple[int | str, bytes | str | None, "dict[str, Any] | RecordProblem"]
 
 
 class ReaderError(ValueError):
@@ -164,27 +157,32 @@ def _jsonl_items(path: Path, mapping: dict[str, str]) -> Iterator[ReadItem]:
                 yield (
                     number,
                     line,
-                    ReadError(None, "not_an_object", f"line {number} is JSON but not an object"),
+                    RecordProblem(
+                        field=None, reason="not_an_object", error=f"line {number} is JSON but not an object"
+                    ),
                 )
                 continue
             yield number, line, (_rename(value, mapping) if mapping else value)
 
 
-def _line_error(line: bytes, exc: orjson.JSONDecodeError) -> ReadError:
+def _line_error(line: bytes, exc: orjson.JSONDecodeError) -> RecordProblem:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as bad:
-        return ReadError(
-            None, "invalid_utf8", f"the line is not valid UTF-8 (byte {bad.start}: {bad.reason})"
-        )
-    return ReadError(None, "malformed_json", f"the line is not valid JSON: {exc}")
+        error = f"the line is not valid UTF-8 (byte {bad.start}: {bad.reason})"
+        return RecordProblem(field=None, reason="invalid_utf8", error=error)
+    return RecordProblem(field=None, reason="malformed_json", error=f"the line is not valid JSON: {exc}")
 
 
 def _json_array_items(path: Path, mapping: dict[str, str]) -> Iterator[ReadItem]:
     try:
         records = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        yield 0, None, ReadError(None, "malformed_json", f"the file is not valid JSON: {exc}")
+        yield (
+            0,
+            None,
+            RecordProblem(field=None, reason="malformed_json", error=f"the file is not valid JSON: {exc}"),
+        )
         return
     if isinstance(records, dict):
         records = records.get("messages", [records])
@@ -195,7 +193,7 @@ def _json_array_items(path: Path, mapping: dict[str, str]) -> Iterator[ReadItem]
             yield (
                 number,
                 orjson.dumps(record),
-                ReadError(None, "not_an_object", f"item {number} is not an object"),
+                RecordProblem(field=None, reason="not_an_object", error=f"item {number} is not an object"),
             )
 
 
@@ -216,7 +214,9 @@ def _csv_items(path: Path, mapping: dict[str, str]) -> Iterator[ReadItem]:
                 yield (
                     reader.line_num,
                     None,
-                    ReadError(None, "malformed_row", f"the row is not valid CSV: {exc}"),
+                    RecordProblem(
+                        field=None, reason="malformed_row", error=f"the row is not valid CSV: {exc}"
+                    ),
                 )
                 continue
             number = reader.line_num
@@ -225,12 +225,16 @@ def _csv_items(path: Path, mapping: dict[str, str]) -> Iterator[ReadItem]:
             raw = ",".join(row).encode("utf-8", errors="surrogateescape")
             if len(row) != len(header):
                 error = f"row has {len(row)} cells, the header has {len(header)}"
-                yield number, raw, ReadError(None, "malformed_row", error)
+                yield number, raw, RecordProblem(field=None, reason="malformed_row", error=error)
                 continue
             try:
                 "".join(row).encode("utf-8")
             except UnicodeEncodeError:
-                yield number, raw, ReadError(None, "invalid_utf8", "the row is not valid UTF-8")
+                yield (
+                    number,
+                    raw,
+                    RecordProblem(field=None, reason="invalid_utf8", error="the row is not valid UTF-8"),
+                )
                 continue
             record: dict[str, Any] = {
                 key: value for key, value in zip(header, row, strict=True) if value != ""
@@ -270,7 +274,11 @@ def _locomo_items(path: Path, tz: ZoneInfo) -> Iterator[ReadItem]:
     try:
         samples = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        yield 0, None, ReadError(None, "malformed_json", f"the file is not valid JSON: {exc}")
+        yield (
+            0,
+            None,
+            RecordProblem(field=None, reason="malformed_json", error=f"the file is not valid JSON: {exc}"),
+        )
         return
     for sample in samples if isinstance(samples, list) else [samples]:
         yield from _locomo_sample(sample, tz)
@@ -297,7 +305,11 @@ def _locomo_sample(sample: dict[str, Any], tz: ZoneInfo) -> Iterator[ReadItem]:
             position = f"{sample_id}:{turn.get('dia_id', f'{key}#{index}')}"
             if started is None:
                 error = f"field '{key}_date_time': cannot read {raw_time!r} as a LoCoMo session time"
-                yield position, orjson.dumps(turn), ReadError("created_at", "bad_timestamp", error)
+                yield (
+                    position,
+                    orjson.dumps(turn),
+                    RecordProblem(field="created_at", reason="bad_timestamp", error=error),
+                )
                 continue
             metadata: dict[str, Any] = {
                 "speaker": turn.get("speaker"),

@@ -21,6 +21,10 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
 from strataflow.ingest.enrich import STAGE_COLUMNS, PreparedChunk
+from strataflow.ingest.quarantine import write_quarantine
+from strataflow.timeutil import utc_week_starts
+
+EVENT_AT = STAGE_COLUMNS.index("event_at")
 
 # The staging tables (created once per connection) empty at commit; a caller writing two chunks in one
 # transaction needs the deletes too (cheaper than truncate when the tables are already empty).
@@ -42,15 +46,6 @@ PREPARE_STAGE = text(
 )
 COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
 COPY_STAGE_WITH_VECTORS = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}, fts) from stdin"
-# One call per distinct UTC week in the chunk (not the whole min..max range, which may be years apart).
-ENSURE_PARTITIONS = text(
-    """
-    select ensure_message_partitions(week, week)
-    from (select distinct date_trunc('week', event_at at time zone 'UTC') at time zone 'UTC' as week
-          from ingest_stage
-          order by week) as weeks  -- created in week order: one lock order for every writer
-    """
-)
 MESSAGE_COLUMNS = (
     "namespace, subject_id, agent_id, conversation_id, source, source_message_id, role, content, "
     "content_hash, lang, intent, event_at, expires_at, metadata"
@@ -150,17 +145,11 @@ INSERT_CHANGED = text(
     join ingest_stage s using (namespace, source, source_message_id)
     """
 )
-# Partitions for a chunk's UTC weeks, in week order (one lock order for every writer).
+# Partitions for a chunk's UTC weeks, one call per distinct week (not the whole min..max range, which may be
+# years apart), in week order (one lock order for every writer).
 ENSURE_WEEKS = text(
     "select ensure_message_partitions(week, week) "
     "from unnest(cast(:weeks as timestamptz[])) as week order by week"
-)
-INSERT_QUARANTINE = text(
-    """
-    insert into quarantine (run_id, namespace, subject_id, source, position, field, reason, error, raw_record)
-    values (:run_id, :namespace, :subject_id, :source, :position, :field, :reason, :error, :raw_record)
-    on conflict ((coalesce(namespace, '')), source, position, (md5(raw_record))) do nothing
-    """
 )
 
 
@@ -205,8 +194,7 @@ def write_chunk(
     claims: the run's KeyClaims (bulk runs); without it keys are inserted with ON CONFLICT.
     """
     counts = ChunkCounts(read=read, quarantined=len(chunk.quarantined), skipped=chunk.duplicates)
-    if chunk.quarantined:
-        conn.execute(INSERT_QUARANTINE, [{"run_id": run_id, **row} for row in chunk.quarantined])
+    write_quarantine(conn, run_id, chunk.quarantined)
     staged = chunk.staged or len(chunk.rows)  # a chunk built by hand may only have rows
     if not staged:
         return counts
@@ -215,7 +203,7 @@ def write_chunk(
     with cursor.copy(COPY_STAGE if chunk.vectors is None else COPY_STAGE_WITH_VECTORS) as copy:
         copy.write(chunk.payload)
     if not partitions_ready:
-        conn.execute(ENSURE_PARTITIONS)
+        ensure_weeks(conn, chunk.weeks or utc_week_starts(row[EVENT_AT] for row in chunk.rows))
     with keys_turn or nullcontext():  # claim new keys and lock changed ones
         counts.inserted = _insert_keys(conn, claims)
         changed = counts.inserted < staged and conn.execute(FIND_CHANGED).rowcount > 0

@@ -22,8 +22,8 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
+from strataflow.hashes import content_hash
 from strataflow.llm import lazy
-from strataflow.textsearch import content_hash
 
 logger = logging.getLogger(__name__)
 

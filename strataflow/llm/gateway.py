@@ -46,6 +46,7 @@ from strataflow.llm.ledger import (
     run_spend,
     store_answer,
 )
+from strataflow.llm.tokens import count_completion_tokens, count_prompt_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -315,7 +316,7 @@ class LLMGateway:
                 error = None
             except ValidationError as exc:
                 parsed, error = None, scrub_secrets(describe_validation_error(exc))
-            prompt_tokens, completion_tokens = self._usage(litellm, call.model, messages, content, response)
+            prompt_tokens, completion_tokens = self._usage(call.model, messages, content, response)
             self._record(
                 call,
                 attempt[0],
@@ -361,17 +362,15 @@ class LLMGateway:
         return "response_format" in params
 
     @staticmethod
-    def _usage(
-        litellm: Any, model: str, messages: list[dict[str, Any]], content: str, response: Any
-    ) -> tuple[int, int]:
-        """Tokens from the response's usage; counted with litellm.token_counter when a provider omits them."""
+    def _usage(model: str, messages: list[dict[str, Any]], content: str, response: Any) -> tuple[int, int]:
+        """Tokens from the response's usage; counted with the model's tokenizer when a provider omits them."""
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
         if prompt == 0:
-            prompt = int(litellm.token_counter(model=model, messages=messages))
+            prompt = count_prompt_tokens(model, messages)
         if completion == 0 and content:
-            completion = int(litellm.token_counter(model=model, text=content))
+            completion = count_completion_tokens(model, content)
         return prompt, completion
 
     @staticmethod

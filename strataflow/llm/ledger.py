@@ -9,7 +9,6 @@ checks). The cache is keyed by namespace too (sql/282): one namespace never read
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import Engine, text
+
+from strataflow.hashes import content_hash
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -76,7 +77,7 @@ class LLMCall:
 def input_hash(messages: list[dict[str, Any]], schema: type[BaseModel], cache_key: str | None = None) -> str:
     """sha256 of the work: the caller's deterministic key when given, else the messages and the schema."""
     basis = cache_key if cache_key is not None else json.dumps(messages, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(f"{schema.__name__}\n{basis}".encode()).hexdigest()
+    return content_hash(f"{schema.__name__}\n{basis}")
 
 
 def record_call(

@@ -16,7 +16,6 @@ value it refuses raises MemoryFieldError (a ValueError), which names the field.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from models import vocabulary
 from models.common import MemoryKind
 from models.memory_items import MemoryHit, MemoryItem, MemoryVersion
 from models.vocabulary import SNAKE_KEY
+from strataflow.hashes import content_hash
 
 SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "reference": "reference"}
 MAX_NAME_CHARS = 255  # seed 003: name VARCHAR(255)
@@ -82,7 +82,7 @@ def name_key(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "_", normal).strip("_")[:40]
     if not slug[:1].isalpha():
         slug = "entry" + (f"_{slug}" if slug else "")
-    return f"{slug}_{hashlib.sha256(normal.encode()).hexdigest()[:10]}"
+    return f"{slug}_{content_hash(normal)[:10]}"
 
 
 def checked_fields(name: str, content: str, description: str) -> tuple[str, str, str]:

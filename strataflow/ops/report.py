@@ -27,11 +27,12 @@ from pydantic import BaseModel
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
+from strataflow.timeutil import local_day_sql, week_start_sql
 
 NS_FILTER = "(cast(:namespace as text) is null or {col} = :namespace)"
 SELECT_MESSAGES_WEEKLY = text(
     f"""
-    select date_trunc('week', mk.event_at)::date as day, mk.namespace as series, count(*)::float as value
+    select {week_start_sql("mk.event_at", None)} as day, mk.namespace as series, count(*)::float as value
     from message_keys as mk
     where mk.event_at >= :since and {NS_FILTER.format(col="mk.namespace")}
     group by 1, 2 order by 1, 2
@@ -40,7 +41,7 @@ SELECT_MESSAGES_WEEKLY = text(
 SELECT_ITEMS_BY_KIND = text(
     f"""
     with changes as (
-        select date_trunc('week', coalesce(v.valid_from, v.recorded_at))::date as day, v.kind,
+        select {week_start_sql("coalesce(v.valid_from, v.recorded_at)", None)} as day, v.kind,
             count(*) filter (where v.action = 'new') - count(*) filter (where v.action = 'deleted') as net
         from memory_item_versions as v
         where v.kind <> 'hot_summary' and {NS_FILTER.format(col="v.namespace")}
@@ -50,13 +51,13 @@ SELECT_ITEMS_BY_KIND = text(
         select c.day, c.kind, sum(c.net) over (partition by c.kind order by c.day) as total from changes as c
     )
     select r.day, r.kind as series, r.total::float as value
-    from running as r where r.day >= date_trunc('week', cast(:since as timestamptz))::date
+    from running as r where r.day >= {week_start_sql("cast(:since as timestamptz)", None)}
     order by 1, 2
     """
 )
 SELECT_LLM_WEEKLY = text(
     f"""
-    select date_trunc('week', coalesce(c.event_at, c.created_at))::date as day,
+    select {week_start_sql("coalesce(c.event_at, c.created_at)", None)} as day,
         sum(c.prompt_tokens + c.completion_tokens)::float as tokens,
         coalesce(sum(c.cost_usd), 0)::float as cost_usd
     from llm_calls as c
@@ -67,11 +68,11 @@ SELECT_LLM_WEEKLY = text(
 SELECT_QUARANTINE_RATE = text(
     f"""
     with ingested as (
-        select mk.first_ingested_at::date as day, count(*) as n from message_keys as mk
+        select {local_day_sql("mk.first_ingested_at", None)} as day, count(*) as n from message_keys as mk
         where mk.first_ingested_at >= :since and {NS_FILTER.format(col="mk.namespace")} group by 1
     ),
     quarantined as (
-        select q.created_at::date as day, count(*) as n from quarantine as q
+        select {local_day_sql("q.created_at", None)} as day, count(*) as n from quarantine as q
         where q.created_at >= :since and {NS_FILTER.format(col="q.namespace")} group by 1
     )
     select coalesce(i.day, q.day) as day,
@@ -82,7 +83,7 @@ SELECT_QUARANTINE_RATE = text(
 )
 SELECT_EXPIRY_DAILY = text(
     f"""
-    select mk.expired_at::date as day, count(*)::float as value
+    select {local_day_sql("mk.expired_at", None)} as day, count(*)::float as value
     from message_keys as mk
     where mk.expired_at >= :since and {NS_FILTER.format(col="mk.namespace")}
     group by 1 order by 1

@@ -21,17 +21,19 @@ from sqlalchemy import Connection, Engine, text
 from models.results import AssetResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.hashes import content_hash, file_checksum
 from strataflow.ingest.asset_readers import (
     AssetError,
     ParsedAsset,
     asset_files,
-    file_checksum,
     parse_file,
     parse_sql,
 )
 from strataflow.ingest.chunking import Chunk
+from strataflow.ingest.quarantine import quarantine_row, write_quarantine
 from strataflow.llm.embeddings import embed_texts_counted
-from strataflow.textsearch import TSVECTOR_SQL, content_hash, detect_lang, fts_parts
+from strataflow.pipeline.deletion_reports import write_deletion_report
+from strataflow.textsearch import TSVECTOR_SQL, detect_lang, fts_parts
 
 logger = logging.getLogger(__name__)
 
@@ -75,18 +77,6 @@ INSERT_CHUNK = text(
             cast(:metadata as jsonb))
     """
 )
-INSERT_REPLACE_REPORT = text(
-    """
-    insert into deletion_reports (run_id, kind, namespace, reason, counts)
-    values (:run_id, 'asset_replace', :namespace, :reason, cast(:counts as jsonb))
-    """
-)
-INSERT_QUARANTINE = text(
-    """
-    insert into quarantine (run_id, namespace, source, position, field, reason, error, raw_record)
-    values (:run_id, :namespace, :source, :position, :field, :reason, :error, :raw_record)
-    """
-)
 
 
 def store_asset(
@@ -120,15 +110,8 @@ def store_asset(
             "chunks_deleted": counts.chunks_deleted,
             "chunks_inserted": len(asset.chunks),
         }
-        conn.execute(
-            INSERT_REPLACE_REPORT,
-            {
-                "run_id": run_id,
-                "namespace": namespace,
-                "reason": f"checksum changed: {asset.uri}",
-                "counts": json.dumps(report),
-            },
-        )
+        reason = f"checksum changed: {asset.uri}"
+        write_deletion_report(conn, run_id, "asset_replace", report, namespace=namespace, reason=reason)
         counts.replaced, action = 1, "replaced"
     _insert_chunks(conn, settings, namespace, document_id, asset.chunks, counts)
     return action, counts
@@ -173,19 +156,16 @@ def _insert_chunks(
 def quarantine_asset(
     conn: Connection, namespace: str, source: str, error: AssetError, raw: str, run_id: uuid.UUID | None
 ) -> None:
-    conn.execute(
-        INSERT_QUARANTINE,
-        {
-            "run_id": run_id,
-            "namespace": namespace,
-            "source": source,
-            "position": error.position,
-            "field": error.field,
-            "reason": error.reason,
-            "error": str(error),
-            "raw_record": raw[:RAW_RECORD_CHARS],
-        },
+    row = quarantine_row(
+        namespace=namespace,
+        source=source,
+        position=error.position,
+        field=error.field,
+        reason=error.reason,
+        error=str(error),
+        raw_record=raw[:RAW_RECORD_CHARS],
     )
+    write_quarantine(conn, run_id, [row])
 
 
 def _raw_text(path: Path) -> str:

@@ -1,10 +1,12 @@
 """Embed: fill the embedding of every row that has none (or, with reembed, one from another model).
 
-Tables and the text embedded for one row (`embedding_text`, the one place this is decided):
+Tables and the text embedded for one row (EMBEDDED_TEXT, SQL over the row's columns: the one place this is
+decided; the embed stage reads it, and expiry and forget hash it to find the embedding_cache rows still in
+use, embedding_cache_prune):
 conversation_messages -> content as written (no speaker or time prefix: a retrieval recipe that wants one
 is measured in the retrieval bench, and would change the text hash, so the cache, for every row);
-memory_items -> statement (or "key: value" when there is none); weekly_reports -> summary;
-insights -> statement; asset_chunks -> content.
+memory_items (and their versions) -> statement, trimmed (or "key words: value" when there is none);
+weekly_reports (and their revisions) -> summary; insights -> statement; asset_chunks -> content.
 
 Rows are read in pages of PAGE_BATCHES x embed_batch_size (keyset on a unique, indexed column): cache
 lookup, one encode call for the misses (the model batches them by `embed_batch_size` after sorting by
@@ -16,7 +18,6 @@ a re-embed of known texts is served by embedding_cache.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -31,6 +32,7 @@ from sqlalchemy.sql.elements import TextClause
 from models.results import EmbedResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.hashes import content_hash_sql
 from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
 from strataflow.pipeline.progress import progress_bar
 
@@ -41,27 +43,58 @@ logger = logging.getLogger(__name__)
 PAGE_BATCHES = 4
 
 
+# The text embedded for one row of a table, as SQL over the row's columns (prefixed by {r}, an alias and a
+# dot, or nothing). An item's statement is trimmed of white space (ASCII, no-break and ideographic spaces);
+# an item without one is "its key in words: its value" (a string value as it is, any other as JSON text).
+ITEM_TEXT = (
+    "coalesce(nullif(btrim({r}statement, E' \\t\\n\\r\\f\\u000b\\u00a0\\u3000'), ''), "
+    "replace({r}key, '_', ' ') || ': ' || "
+    "case when jsonb_typeof({r}value) = 'string' then {r}value #>> '{{}}' "
+    "else coalesce(cast({r}value as text), 'null') end)"
+)
+EMBEDDED_TEXT: dict[str, str] = {
+    "conversation_messages": "{r}content",
+    "memory_items": ITEM_TEXT,
+    "memory_item_versions": ITEM_TEXT,  # what was embedded for an earlier version
+    "weekly_reports": "{r}summary",
+    "weekly_report_revisions": "{r}summary",
+    "insights": "{r}statement",
+    "asset_chunks": "{r}content",
+}
+# Tables that store content_hash(content) of their embedded text: their hash is that column.
+STORED_HASH = frozenset({"conversation_messages", "asset_chunks", "message_keys"})
+
+
+def embedded_text_sql(table: str, alias: str = "") -> str:
+    """SQL of the text embedded for one row of table (columns qualified by alias, when given)."""
+    return EMBEDDED_TEXT[table].format(r=f"{alias}." if alias else "")
+
+
+def embedded_hash_sql(table: str, alias: str = "") -> str:
+    """SQL of content_hash(the row's embedded text): the key of its embedding_cache row."""
+    if table in STORED_HASH:
+        return f"{alias}.content_hash" if alias else "content_hash"
+    return content_hash_sql(embedded_text_sql(table, alias))
+
+
 @dataclass(frozen=True)
 class EmbedTarget:
-    """One table with an embedding column: its keyset column, primary key, the columns the text needs, and
-    the columns that must still hold the values read for the update to apply (a row whose text changed
-    while its page was being encoded keeps a null embedding and is picked up by the next run)."""
+    """One table with an embedding column: its keyset column, primary key, and the columns that must still
+    hold the values read for the update to apply (a row whose text changed while its page was being encoded
+    keeps a null embedding and is picked up by the next run). Its text is EMBEDDED_TEXT[table]."""
 
     table: str
     cursor: str
     keys: tuple[str, ...]
-    text_columns: tuple[str, ...]
     guards: tuple[str, ...]
 
 
 TARGETS: tuple[EmbedTarget, ...] = (
-    EmbedTarget(
-        "conversation_messages", "ingest_seq", ("message_id", "event_at"), ("content",), ("content_hash",)
-    ),
-    EmbedTarget("memory_items", "item_id", ("item_id",), ("statement", "key", "value"), ("statement",)),
-    EmbedTarget("weekly_reports", "report_id", ("report_id",), ("summary",), ("summary",)),
-    EmbedTarget("insights", "insight_id", ("insight_id",), ("statement",), ("statement",)),
-    EmbedTarget("asset_chunks", "chunk_id", ("chunk_id",), ("content",), ("content_hash",)),
+    EmbedTarget("conversation_messages", "ingest_seq", ("message_id", "event_at"), ("content_hash",)),
+    EmbedTarget("memory_items", "item_id", ("item_id",), ("statement",)),
+    EmbedTarget("weekly_reports", "report_id", ("report_id",), ("summary",)),
+    EmbedTarget("insights", "insight_id", ("insight_id",), ("statement",)),
+    EmbedTarget("asset_chunks", "chunk_id", ("chunk_id",), ("content_hash",)),
 )
 
 # Identifiers below come from TARGETS (constants); every value is a bound parameter.
@@ -73,9 +106,10 @@ _SCOPE = "(cast(:namespace as text) is null or namespace = cast(:namespace as te
 
 
 def _select_sql(target: EmbedTarget, reembed: bool) -> TextClause:
-    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.text_columns, *target.guards)))
+    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards)))
     return text(
-        f"select {columns} from {target.table} where {_PENDING[reembed]} and {_SCOPE} "
+        f"select {columns}, {embedded_text_sql(target.table)} as embedded_text "
+        f"from {target.table} where {_PENDING[reembed]} and {_SCOPE} "
         f"and {target.cursor} > :after order by {target.cursor} limit :limit"
     )
 
@@ -97,20 +131,20 @@ COUNT_PENDING = {(t.table, r): _count_sql(t, r) for t in TARGETS for r in (False
 UPDATE_EMBEDDING = {t.table: _update_sql(t) for t in TARGETS}
 
 
-def embedding_text(table: str, row: Mapping[str, Any]) -> str:
-    """The text embedded for one row of `table` (see the module docstring for why it is this simple)."""
-    if table == "memory_items":
-        statement = (row.get("statement") or "").strip()
-        if statement:
-            return statement
-        value = row.get("value")
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return f"{row['key'].replace('_', ' ')}: {shown}"
-    if table == "weekly_reports":
-        return row["summary"]
-    if table == "insights":
-        return row["statement"]
-    return row["content"]  # conversation_messages, asset_chunks
+def embedding_cache_prune(candidates: str, going: Mapping[str, str]) -> TextClause:
+    """The DELETE of the embedding_cache rows whose hash the SQL query `candidates` returns and that no row
+    of an embedded table still needs (the cache is keyed by text only: another scope's row, or an asset
+    chunk, may share the text). going[table] is a condition on that table's rows (alias r) that are about to
+    go: they do not count."""
+    still_used = []
+    for target in TARGETS:
+        condition = f"{embedded_hash_sql(target.table, 'r')} = e.content_hash"
+        if target.table in going:
+            condition += f" and not ({going[target.table]})"
+        still_used.append(f"and not exists (select 1 from {target.table} as r where {condition})")
+    return text(
+        f"delete from embedding_cache as e where e.content_hash in ({candidates}) " + " ".join(still_used)
+    )
 
 
 def count_pending(
@@ -183,7 +217,7 @@ def embed_table(
                 rows = read_page(conn, settings, target, after, reembed, namespace)
                 if not rows:
                     break
-                texts = [embedding_text(target.table, row) for row in rows]
+                texts = [row["embedded_text"] for row in rows]
                 vectors, new = vectors_for(conn, settings, texts, known=fresh)
             if writing is not None:
                 writing.result()  # one write in flight at most; its error stops the stage here

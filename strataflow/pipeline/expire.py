@@ -19,7 +19,6 @@ an L3 report or insight, an asset chunk) has the same text: the cache keeps no t
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -30,7 +29,10 @@ from sqlalchemy import Connection, text
 from models.lifecycle import ExpireResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.pipeline.deletion_reports import write_deletion_report
+from strataflow.pipeline.embed import embedding_cache_prune
 from strataflow.pipeline.scopes import WEEK_HASH_SQL
+from strataflow.timeutil import week_bounds_sql, week_start_sql
 
 logger = logging.getLogger(__name__)
 
@@ -54,11 +56,12 @@ ARCHIVE_COLUMNS = (
     "metadata",
 )
 
+WEEK_FROM, WEEK_UNTIL = week_bounds_sql("w.week_start")
 CREATE_CANDIDATES = text(
-    """
+    f"""
     create temp table expire_candidates on commit drop as
     select m.tableoid as partition_oid, m.message_id, m.event_at, m.namespace, m.subject_id,
-           date_trunc('week', m.event_at at time zone :tz)::date as week_start,
+           {week_start_sql("m.event_at")} as week_start,
            false as covered, false as allowed, false as dropped
     from conversation_messages as m
     where m.expires_at <= :now
@@ -75,8 +78,7 @@ MARK_COVERED = text(
                (select {WEEK_HASH_SQL}
                 from message_keys as k
                 where k.namespace = w.namespace and k.subject_id = w.subject_id
-                  and k.event_at >= (w.week_start::timestamp at time zone :tz)
-                  and k.event_at < ((w.week_start + 7)::timestamp at time zone :tz)) as input_hash
+                  and k.event_at >= {WEEK_FROM} and k.event_at < {WEEK_UNTIL}) as input_hash
         from weeks as w
     ),
     covered_weeks as (
@@ -148,33 +150,11 @@ DELETE_ALLOWED = text(
     """
 )
 # The vectors of the removed messages' texts, where no remaining row has that text (the rows of partitions
-# about to be dropped do not count; the other allowed rows are deleted by now). The L2/L3 texts are hashed as
-# strataflow/pipeline/embed.py embeds them (the stripped statement or summary).
-PRUNE_EMBEDDING_CACHE = text(
-    """
-    delete from embedding_cache as e
-    where e.content_hash in (select k.content_hash from expire_candidates as c
-                             join message_keys as k on k.message_id = c.message_id
-                             where c.allowed)
-      and not exists (select 1 from conversation_messages as m
-                      where m.content_hash = e.content_hash and m.tableoid <> all(cast(:dropped as oid[])))
-      and not exists (select 1 from asset_chunks as a where a.content_hash = e.content_hash)
-      and not exists (select 1 from memory_items as i
-                      where encode(sha256(convert_to(btrim(i.statement), 'UTF8')), 'hex') = e.content_hash)
-      and not exists (select 1 from weekly_reports as r
-                      where encode(sha256(convert_to(r.summary, 'UTF8')), 'hex') = e.content_hash)
-      and not exists (select 1 from insights as n
-                      where encode(sha256(convert_to(n.statement, 'UTF8')), 'hex') = e.content_hash)
-    """
-)
-INSERT_REPORT = text(
-    """
-    insert into deletion_reports (run_id, kind, namespace, dry_run, forced, reason, counts,
-                                  partitions_dropped, oldest_event_at, newest_event_at, archive_path)
-    values (:run_id, 'expire', :namespace, :dry_run, :forced, :reason, cast(:counts as jsonb), :partitions,
-            :oldest, :newest, :archive_path)
-    returning report_id
-    """
+# about to be dropped do not count; the other allowed rows are deleted by now).
+PRUNE_EMBEDDING_CACHE = embedding_cache_prune(
+    "select k.content_hash from expire_candidates as c join message_keys as k on k.message_id = c.message_id "
+    "where c.allowed",
+    going={"conversation_messages": "r.tableoid = any(cast(:dropped as oid[]))"},
 )
 
 
@@ -211,21 +191,20 @@ def expire_rows(
         for _, qualified, _ in droppable:
             conn.execute(text(f"alter table conversation_messages detach partition {qualified}"))
             conn.execute(text(f"drop table {qualified}"))
-    result.report_id = conn.execute(
-        INSERT_REPORT,
-        {
-            "run_id": run_id,
-            "namespace": namespace,
-            "dry_run": dry_run,
-            "forced": force,
-            "reason": reason,
-            "counts": json.dumps({"total": _totals(result), "by_namespace": result.by_namespace}),
-            "partitions": result.partitions_dropped,
-            "oldest": result.oldest_event_at,
-            "newest": result.newest_event_at,
-            "archive_path": result.archive_path,
-        },
-    ).scalar_one()
+    result.report_id = write_deletion_report(
+        conn,
+        run_id,
+        "expire",
+        {"total": _totals(result), "by_namespace": result.by_namespace},
+        namespace=namespace,
+        dry_run=dry_run,
+        forced=force,
+        reason=reason,
+        partitions_dropped=result.partitions_dropped,
+        oldest_event_at=result.oldest_event_at,
+        newest_event_at=result.newest_event_at,
+        archive_path=result.archive_path,
+    )
     return result
 
 

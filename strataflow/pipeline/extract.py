@@ -212,13 +212,17 @@ def _extract_scope(
                 count_applied(applied, scope, result)
                 refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:
-                    advance_watermark(conn, STAGE, scope, position, gateway.run_id)
+                    advance_watermark(
+                        conn, STAGE, scope.namespace, scope.subject_id, gateway.run_id, position=position
+                    )
             result.messages += len(cites)
         if not work.batches and work.messages and recompute is None:
             with conn.begin():
                 refresh_documents(conn, scope.namespace, scope.subject_id)
                 position = max(m.ingest_seq for m in work.messages)
-                advance_watermark(conn, STAGE, scope, position, gateway.run_id)
+                advance_watermark(
+                    conn, STAGE, scope.namespace, scope.subject_id, gateway.run_id, position=position
+                )
 
 
 def count_applied(applied: Applied, scope: Scope, result: ExtractResult) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 
 from models.common import MemoryKind
 from models.vocabulary import PROFILE_SECTIONS
-from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.llm.prompt_blocks import json_line, json_lines_block, task_block, text_block
+from strataflow.llm.tokens import count_tokens
 from strataflow.pipeline.scopes import ScopeMessage
-from strataflow.textsearch import CJK_RUN
 
 STAGE = "extract"
 PROMPT_VERSION = "extract-v2"  # v2: the assistant turn before each user turn travels as context
@@ -56,12 +56,6 @@ Reply with only one JSON object, no prose:
 An empty list is a valid answer: {{"items": []}}"""
 
 
-def estimate_tokens(text_value: str) -> int:
-    """A cheap token estimate: one per Chinese character, one per four other characters, plus framing."""
-    cjk = sum(len(run) for run in CJK_RUN.findall(text_value))
-    return cjk + (len(text_value) - cjk) // 4 + 12
-
-
 def with_context(messages: list[ScopeMessage]) -> list[list[ScopeMessage]]:
     """The subject's turns in order, each as a unit with the assistant turn just before it (cut to
     CONTEXT_CHARS) when there is one: the question a bare answer replies to."""
@@ -77,13 +71,18 @@ def with_context(messages: list[ScopeMessage]) -> list[list[ScopeMessage]]:
     return units
 
 
+def message_tokens(message: ScopeMessage) -> int:
+    """Tokens of the message's line in <messages>, as sent (count_tokens)."""
+    return count_tokens(json_line(message_record(message)))
+
+
 def chunk_messages(messages: list[ScopeMessage], batch_tokens: int) -> Iterator[list[ScopeMessage]]:
-    """Consecutive chunks of about batch_tokens each of the subject's turns with their context (a longer
-    single turn is a chunk by itself)."""
+    """Consecutive chunks of at most batch_tokens each (the tokens of their <messages> lines) of the subject's
+    turns with their context (a longer single turn is a chunk by itself)."""
     chunk: list[ScopeMessage] = []
     size = 0
     for unit in with_context(messages):
-        cost = sum(estimate_tokens(message.content) for message in unit)
+        cost = sum(message_tokens(message) for message in unit)
         if chunk and size + cost > batch_tokens:
             yield chunk
             chunk, size = [], 0

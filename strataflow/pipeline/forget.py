@@ -23,7 +23,6 @@ The subject is matched in free text as a whole id: not inside a longer id (u1 do
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -36,35 +35,33 @@ from sqlalchemy import Connection, text
 from models.lifecycle import ForgetResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
-from strataflow.textsearch import content_hash
+from strataflow.hashes import subject_hash
+from strataflow.pipeline.deletion_reports import write_deletion_report
+from strataflow.pipeline.embed import embedded_hash_sql, embedding_cache_prune
 
 logger = logging.getLogger(__name__)
 
 SCOPE = "namespace = :namespace and subject_id = :subject_id"
 
-SELECT_SUBJECT_TEXTS = text(
-    f"""
-    select statement as body from memory_items where {SCOPE} and statement is not null
-    union select statement from memory_item_versions where {SCOPE} and statement is not null
-    union select summary from weekly_reports where {SCOPE}
-    union select summary from weekly_report_revisions where {SCOPE}
-    union select statement from insights where {SCOPE}
-    """
+# The embedded texts of every row of the subject (earlier item versions and report revisions included): their
+# cache rows go, unless another scope's row (or an asset chunk) has the same text.
+SUBJECT_TEXT_HASHES = " union ".join(
+    f"select {embedded_hash_sql(table)} from {table} where {SCOPE}"
+    for table in (
+        "message_keys",
+        "memory_items",
+        "memory_item_versions",
+        "weekly_reports",
+        "weekly_report_revisions",
+        "insights",
+    )
 )
-SELECT_MESSAGE_HASHES = text(f"select distinct content_hash from message_keys where {SCOPE}")
-# Cache rows whose text another scope (or an asset chunk) still has stay: the cache is keyed by text only.
-DELETE_EMBEDDING_CACHE = text(
-    """
-    delete from embedding_cache as e
-    where e.content_hash = any(:hashes)
-      and not exists (select 1 from message_keys as k
-                      where k.content_hash = e.content_hash
-                        and not (k.namespace = :namespace and k.subject_id = :subject_id))
-      and not exists (select 1 from memory_items as i
-                      where encode(sha256(convert_to(btrim(i.statement), 'UTF8')), 'hex') = e.content_hash
-                        and not (i.namespace = :namespace and i.subject_id = :subject_id))
-      and not exists (select 1 from asset_chunks as a where a.content_hash = e.content_hash)
-    """
+DELETE_EMBEDDING_CACHE = embedding_cache_prune(
+    SUBJECT_TEXT_HASHES,
+    going={
+        table: "r.namespace = :namespace and r.subject_id = :subject_id"
+        for table in ("conversation_messages", "memory_items", "weekly_reports", "insights")
+    },
 )
 DELETES = (
     ("conversation_messages", text(f"delete from conversation_messages where {SCOPE}")),
@@ -116,29 +113,12 @@ FORGOTTEN = "[forgotten]"
 # Characters that continue an id: the subject matches only where none of them touches it.
 ID_CHARS = "[:alnum:]_-"
 SELECT_ARCHIVES = text("select distinct archive_path from deletion_reports where archive_path is not null")
-INSERT_REPORT = text(
-    """
-    insert into deletion_reports (run_id, kind, namespace, subject_id, counts)
-    values (:run_id, 'forget', :namespace, :subject_hash, cast(:counts as jsonb))
-    returning report_id
-    """
-)
-
-
-def subject_hash(namespace: str, subject_id: str) -> str:
-    """What the forget report stores instead of the subject id."""
-    return hashlib.sha256(f"{namespace}\x00{subject_id}".encode()).hexdigest()
 
 
 def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.UUID) -> ForgetResult:
     """Delete the subject's rows from every table (see module docstring); the caller owns the transaction."""
     scope = {"namespace": namespace, "subject_id": subject_id}
-    texts = [row.body for row in conn.execute(SELECT_SUBJECT_TEXTS, scope) if row.body]
-    hashes = {row.content_hash for row in conn.execute(SELECT_MESSAGE_HASHES, scope)}
-    hashes |= {content_hash(body.strip()) for body in texts} | {content_hash(body) for body in texts}
-    counts = {
-        "embedding_cache": conn.execute(DELETE_EMBEDDING_CACHE, {**scope, "hashes": sorted(hashes)}).rowcount
-    }
+    counts = {"embedding_cache": conn.execute(DELETE_EMBEDDING_CACHE, scope).rowcount}
     params = {
         **scope,
         "raw_subject_pattern": raw_subject_pattern(subject_id),
@@ -153,18 +133,13 @@ def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.
         _rewrite_archive(Path(row.archive_path), namespace, subject_id)
         for row in conn.execute(SELECT_ARCHIVES)
     )
-    hashed = subject_hash(namespace, subject_id)
-    result = ForgetResult(namespace=namespace, subject_hash=hashed, counts=counts)
+    result = ForgetResult(
+        namespace=namespace, subject_hash=subject_hash(namespace, subject_id), counts=counts
+    )
     report = {"total": {"removed": result.total}, "by_table": counts}
-    result.report_id = conn.execute(
-        INSERT_REPORT,
-        {
-            "run_id": run_id,
-            "namespace": namespace,
-            "subject_hash": f"sha256:{hashed}",
-            "counts": json.dumps(report),
-        },
-    ).scalar_one()
+    result.report_id = write_deletion_report(
+        conn, run_id, "forget", report, namespace=namespace, subject_id=subject_id
+    )
     return result
 
 

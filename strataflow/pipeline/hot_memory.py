@@ -156,5 +156,7 @@ def refresh_scope(
                 refresh_documents(conn, scope.namespace, scope.subject_id)
             result.items_written += typed.changed
             if recompute is None:
-                advance_watermark(conn, STAGE, scope, scope.upto_seq, lineage.run_id)
+                advance_watermark(
+                    conn, STAGE, scope.namespace, scope.subject_id, lineage.run_id, position=scope.upto_seq
+                )
         result.summaries_written += action in store.CHANGED_ACTIONS

@@ -8,7 +8,6 @@ skipped whole; a
 SQL source keeps the largest updated_at it has seen.
 """
 
-import hashlib
 import logging
 import uuid
 from collections.abc import Iterator
@@ -16,13 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Connection, text
 
 from models.results import IngestResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
-from strataflow.ingest.asset_readers import file_checksum
+from strataflow.hashes import content_hash, file_checksum
 from strataflow.ingest.enrich import ChunkOptions
 from strataflow.ingest.pipeline import ingest_chunks
 from strataflow.ingest.readers import (
@@ -35,21 +33,14 @@ from strataflow.ingest.readers import (
 )
 from strataflow.pipeline.progress import progress_bar
 from strataflow.pipeline.runs import record_run
+from strataflow.pipeline.scopes import advance_watermark
 
 logger = logging.getLogger(__name__)
 
+STAGE = "ingest"
 SELECT_WATERMARK = text(
-    "select checksum, value from watermarks "
-    "where stage = 'ingest' and namespace = :namespace and scope = :scope"
-)
-UPSERT_WATERMARK = text(
-    """
-    insert into watermarks (stage, namespace, scope, checksum, value, run_id, updated_at)
-    values ('ingest', :namespace, :scope, :checksum, cast(:value as jsonb), :run_id, now())
-    on conflict (stage, namespace, scope)
-    do update set checksum = excluded.checksum, value = excluded.value, run_id = excluded.run_id,
-                  updated_at = now()
-    """
+    f"select checksum, value from watermarks where stage = '{STAGE}' "
+    "and namespace = :namespace and scope = :scope"
 )
 
 
@@ -133,15 +124,8 @@ def _ingest_file(
     result.add(counts)
     value = {"source": source, "format": file_format, "rows": counts.read}
     with conn.begin():
-        conn.execute(
-            UPSERT_WATERMARK,
-            {
-                "namespace": watermark_namespace,
-                "scope": scope,
-                "checksum": checksum.result(),
-                "value": orjson.dumps(value).decode(),
-                "run_id": result.run_id,
-            },
+        advance_watermark(
+            conn, STAGE, watermark_namespace, scope, result.run_id, checksum=checksum.result(), value=value
         )
 
 
@@ -158,7 +142,7 @@ def _ingest_sql(
 ) -> None:
     if not url or not query:
         raise ReaderError("the sql format needs --url (a SQLAlchemy URL) and --query (a select statement)")
-    name = source or "sql:" + hashlib.sha256(f"{url}\n{query}".encode()).hexdigest()[:12]
+    name = source or "sql:" + content_hash(f"{url}\n{query}")[:12]
     scope, watermark_namespace = f"sql:{name}", namespace or "*"
     with conn.begin():
         row = conn.execute(SELECT_WATERMARK, {"namespace": watermark_namespace, "scope": scope}).one_or_none()
@@ -186,13 +170,5 @@ def _ingest_sql(
     result.files += 1
     result.add(ingest_chunks(conn.engine, track(chunks), options, result.run_id, bar))
     with conn.begin():
-        conn.execute(
-            UPSERT_WATERMARK,
-            {
-                "namespace": watermark_namespace,
-                "scope": scope,
-                "checksum": None,
-                "value": orjson.dumps({"source": name, "updated_at": seen[0]}).decode(),
-                "run_id": result.run_id,
-            },
-        )
+        value = {"source": name, "updated_at": seen[0]}
+        advance_watermark(conn, STAGE, watermark_namespace, scope, result.run_id, value=value)

@@ -15,6 +15,7 @@ from pathlib import Path
 from models.params import DayPlan
 from strataflow.config import Settings
 from strataflow.ingest.readers import expand_paths
+from strataflow.timeutil import mondays, week_end
 
 DATE_IN_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})")
 
@@ -81,13 +82,7 @@ def plan_days(paths: list[str], start: date, end: date) -> list[DayPlan]:
 
 def plan_weeks(start: date, end: date, today_: date) -> list[date]:
     """Mondays of the ISO weeks touching [start, end] that are complete (their Sunday is before today)."""
-    monday = start - timedelta(days=start.weekday())
-    weeks = []
-    while monday <= end:
-        if monday + timedelta(days=6) < today_:
-            weeks.append(monday)
-        monday += timedelta(days=7)
-    return weeks
+    return [monday for monday in mondays(start, end) if week_end(monday) < today_]
 
 
 def plan_backfill(

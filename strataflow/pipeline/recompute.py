@@ -18,7 +18,7 @@ artifact `backfill-plan`.
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
+from datetime import date
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -38,8 +38,9 @@ from strataflow.db.engine import engine_for
 from strataflow.llm import lazy
 from strataflow.llm.gateway import STAGE_MODEL_FIELD
 from strataflow.llm.ledger import input_hash
+from strataflow.llm.tokens import count_prompt_tokens
 from strataflow.pipeline import extract, hot_memory, reflect, reflect_prompt, rollup, rollup_prompt, scopes
-from strataflow.timeutil import week_bounds
+from strataflow.timeutil import day_bounds, week_bounds
 
 COMPLETION_SHARE = 0.15  # completion tokens per prompt token when a stage has no past calls to learn from
 PLAN_ARTIFACT = "backfill-plan"
@@ -63,8 +64,7 @@ def recompute_window(settings: Settings, params: BackfillParams) -> Recompute | 
     """The event-time window a backfill recomputes: [start 00:00, end + 1 day 00:00) in the zone."""
     if not (params.reprocess or params.force):
         return None
-    since = datetime.combine(params.start, time(), tzinfo=settings.tz)
-    until = datetime.combine(params.end + timedelta(days=1), time(), tzinfo=settings.tz)
+    since, until = day_bounds(params.start, settings.tz)[0], day_bounds(params.end, settings.tz)[1]
     return Recompute(since=since, until=until, force=params.force)
 
 
@@ -81,7 +81,7 @@ class Counter:
     def add(self, namespace: str, subject_id: str, prompt: list[dict[str, str]], current: bool) -> None:
         """One request of the work: counted as sent, or (already current, without force) apart as skipped."""
         self.scopes.add((namespace, subject_id))
-        tokens = int(self.litellm.token_counter(model=self.model, messages=prompt))
+        tokens = count_prompt_tokens(self.model, prompt)
         self.plan.already_current += current
         if current and not self.force:
             self.plan.already_current_prompt_tokens += tokens

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from functools import partial
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -58,7 +58,7 @@ from strataflow.pipeline.runs import scope_ref, stage_logger
 from strataflow.pipeline.scopes import Scope, scope_lock, scope_weeks
 from strataflow.pipeline.stage_loop import run_units, stage_gateway
 from strataflow.textsearch import fts_parts
-from strataflow.timeutil import week_bounds
+from strataflow.timeutil import local_day_sql, week_bounds, week_end
 
 STAGE = "rollup"
 SELECT_WEEK_MESSAGES = text(
@@ -83,9 +83,9 @@ SELECT_REPORT = text(
     """
 )
 SELECT_METRICS = text(
-    """
+    f"""
     with msgs as (
-        select role, coalesce(intent, 'unknown') as intent, (event_at at time zone :tz)::date as day
+        select role, coalesce(intent, 'unknown') as intent, {local_day_sql("event_at")} as day
         from conversation_messages
         where namespace = :namespace and subject_id = :subject_id and event_at >= :start and event_at < :end
     ),
@@ -110,9 +110,9 @@ SELECT_METRICS = text(
                            where namespace = :namespace and subject_id = :subject_id
                              and event_at >= :start and event_at < :end),
         'messages_live', (select count(*) from msgs),
-        'messages_by_role', (select coalesce(jsonb_object_agg(role, n), '{}'::jsonb)
+        'messages_by_role', (select coalesce(jsonb_object_agg(role, n), '{{}}'::jsonb)
                              from (select role, count(*) as n from msgs group by role) as r),
-        'messages_by_intent', (select coalesce(jsonb_object_agg(intent, n), '{}'::jsonb)
+        'messages_by_intent', (select coalesce(jsonb_object_agg(intent, n), '{{}}'::jsonb)
                                from (select intent, count(*) as n from msgs group by intent) as i),
         'active_days', (select count(distinct day) from msgs),
         'items_created', c.created, 'items_changed', c.changed, 'items_deleted', c.deleted,
@@ -217,7 +217,7 @@ def report_row(work: WeekWork, output: RollupOutput, lineage: dict[str, Any]) ->
         "namespace": row.namespace,
         "subject_id": row.subject_id,
         "week_start": row.week_start,
-        "week_end": row.week_start + timedelta(days=6),
+        "week_end": week_end(row.week_start),
         "summary": summary,
         "key_events": json.dumps(key_events, ensure_ascii=False),
         "metrics": json.dumps(work.metrics),

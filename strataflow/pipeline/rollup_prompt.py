@@ -9,10 +9,11 @@ week is longer, every user message that fits is kept first, then evenly spaced o
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from strataflow.llm.prompt_blocks import json_lines_block, task_block, text_block
+from strataflow.timeutil import week_end
 
 PROMPT_VERSION = "rollup-v2"  # v2: key_events asked for explicitly, each with the message_ids it rests on
 PROMPT_BUDGET_CHARS = 24_000
@@ -65,7 +66,7 @@ def build_prompt(
     namespace: str, subject_id: str, monday: date, records: list[dict[str, Any]]
 ) -> list[dict[str, str]]:
     """Chat messages for the rollup stage: system rules, then the task, the week and the <messages> block."""
-    week = f"{monday.isoformat()} to {(monday + timedelta(days=6)).isoformat()} (ISO week, Monday to Sunday)"
+    week = f"{monday.isoformat()} to {week_end(monday).isoformat()} (ISO week, Monday to Sunday)"
     user = "\n".join(
         [
             task_block("rollup"),

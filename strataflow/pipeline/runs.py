@@ -19,7 +19,6 @@ forgotten subject.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ from pydantic import BaseModel
 from sqlalchemy import Engine, text
 
 from models.results import LLMStageResult
+from strataflow.hashes import subject_hash
 
 R = TypeVar("R")
 
@@ -61,9 +61,9 @@ SELECT_RUNNING = text(
     """
 )
 MARK_CRASHED = text(
-    """
+    f"""
     update pipeline_runs
-    set status = 'crashed', finished_at = now(),
+    set status = '{CRASHED}', finished_at = now(),
         error = 'the process that ran it (pid ' || pid || ' on ' || host || ') ended without closing the run'
     where run_id = any(cast(:run_ids as uuid[])) and status = 'running'
     """
@@ -90,8 +90,7 @@ class StageFailed(RuntimeError):
 
 def scope_ref(namespace: str, subject_id: str) -> str:
     """How run records and logs name a scope: the namespace and sha256(namespace NUL subject_id)[:12]."""
-    digest = hashlib.sha256(f"{namespace}\x00{subject_id}".encode()).hexdigest()
-    return f"{namespace}/sha256:{digest[:12]}"
+    return f"{namespace}/sha256:{subject_hash(namespace, subject_id)[:12]}"
 
 
 def stage_logger(name: str) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:

@@ -13,7 +13,6 @@ answered by the LLM cache and saves nothing the second time.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +23,7 @@ from models.llm import ExtractedItem, ExtractionOutput
 from models.user_memory import SavedMemory, SaveInfoResult
 from models.vocabulary import normalize_key
 from strataflow.config import Settings
+from strataflow.hashes import content_hash
 from strataflow.memory.profiles import refresh_documents
 from strataflow.memory.user_memory import SEED_TYPES, memory_content, seed_category
 from strataflow.pipeline import extract
@@ -89,7 +89,7 @@ def save_exchange(
 def _exchange(user_message: str, assistant_message: str | None, now: datetime) -> list[ScopeMessage]:
     turns = [("user", user_message)] + ([("assistant", assistant_message)] if assistant_message else [])
     return [
-        ScopeMessage(index, role, body, hashlib.sha256(body.encode()).hexdigest(), now, 0)
+        ScopeMessage(index, role, body, content_hash(body), now, 0)
         for index, (role, body) in enumerate(turns, start=1)
     ]
 

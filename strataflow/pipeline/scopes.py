@@ -10,6 +10,7 @@ old messages is still picked up, and a message whose content changed at re-inges
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from sqlalchemy import Connection, text
 from models.params import Recompute, Shard
 from strataflow.config import Settings
 from strataflow.memory.api import NAMESPACE_VISIBLE
-from strataflow.timeutil import week_bounds
+from strataflow.timeutil import week_bounds, week_start_sql
 from strataflow.timeutil import week_start as week_start_of
 
 SELECT_PENDING_SCOPES = text(
@@ -67,13 +68,18 @@ SELECT_UNREFLECTED_SCOPES = text(
     order by namespace, subject_id
     """
 )
+# The one write of a watermark (advance_watermark): position never moves back; checksum and value, the
+# state of the last completed ingest of a file or SQL source, replace the stored ones when given.
 UPSERT_WATERMARK = text(
     """
-    insert into watermarks (stage, namespace, scope, position, run_id, updated_at)
-    values (:stage, :namespace, :scope, :position, :run_id, now())
+    insert into watermarks (stage, namespace, scope, position, checksum, value, run_id, updated_at)
+    values (:stage, :namespace, :scope, :position, :checksum, coalesce(cast(:value as jsonb), '{}'), :run_id,
+            now())
     on conflict (stage, namespace, scope) do update
-    set position = greatest(watermarks.position, excluded.position), run_id = excluded.run_id,
-        updated_at = now()
+    set position = greatest(watermarks.position, excluded.position),
+        checksum = coalesce(excluded.checksum, watermarks.checksum),
+        value = case when cast(:value as jsonb) is null then watermarks.value else excluded.value end,
+        run_id = excluded.run_id, updated_at = now()
     """
 )
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)  # a recompute window with no start
@@ -84,7 +90,7 @@ SELECT_WEEK_INPUTS = text(
     f"""
     with week_inputs as (
         select k.namespace, k.subject_id,
-               date_trunc('week', k.event_at at time zone :tz)::date as week_start,
+               {week_start_sql("k.event_at")} as week_start,
                count(*) as message_count,
                count(*) filter (where k.expired_at is null) as live_count,
                {WEEK_HASH_SQL} as input_hash
@@ -164,19 +170,27 @@ def scope_messages(conn: Connection, scope: Scope, since: datetime | None = None
 
 
 def advance_watermark(
-    conn: Connection, stage: str, scope: Scope, position: int, run_id: uuid.UUID | None
+    conn: Connection,
+    stage: str,
+    namespace: str,
+    scope: str,
+    run_id: uuid.UUID | None,
+    *,
+    position: int | None = None,
+    checksum: str | None = None,
+    value: dict[str, Any] | None = None,
 ) -> None:
-    """Record progress (never moves back); call it in the transaction that wrote the scope's results."""
-    conn.execute(
-        UPSERT_WATERMARK,
-        {
-            "stage": stage,
-            "namespace": scope.namespace,
-            "scope": scope.subject_id,
-            "position": position,
-            "run_id": run_id,
-        },
-    )
+    """The one writer of watermarks; call it in the transaction that wrote what the watermark records.
+
+    An LLM stage's scope is a subject and its position the ingest_seq reached: the stored position never
+    moves back (the larger one wins), so a run that started earlier and commits later, or a replay, cannot
+    undo progress and make a stage pay for the same messages twice. An ingest's scope is a file path or a
+    SQL source, its checksum the file's and its value what it needs to resume (a SQL source's last
+    updated_at): these describe the last completed ingest and replace the stored ones when given.
+    """
+    state = {"checksum": checksum, "value": None if value is None else json.dumps(value)}
+    key = {"stage": stage, "namespace": namespace, "scope": scope}
+    conn.execute(UPSERT_WATERMARK, {**key, **state, "position": position, "run_id": run_id})
 
 
 @contextmanager

@@ -47,11 +47,11 @@ from sqlalchemy import Connection
 
 from models.memory_items import MemoryHit
 from strataflow.config import Settings
+from strataflow.llm.tokens import count_tokens
 from strataflow.retrieval.context_budget import (
     SECTION_TITLES,
     Format,
     block_wrapper,
-    count_tokens,
     fit_exactly,
     needs_retrieval,
     select_pieces,
@@ -93,7 +93,7 @@ class ContextResult(BaseModel):
     intent: ContextIntent = Field(description="recap, fact, other, qa, task or protocol")
     format: Format
     budget_tokens: int
-    tokens: int = Field(description="litellm.token_counter of text, always <= budget_tokens (0 when empty)")
+    tokens: int = Field(description="llm.tokens.count_tokens of text, always <= budget_tokens (0 when empty)")
     text: str = Field(description="the block to put in the prompt; empty when no memory matched")
     pieces: list[ContextPiece]
     count_candidates: int

@@ -2,7 +2,7 @@
 pieces by section; this module chooses among them and renders the block (the budget counts rendered text, so
 both live here).
 
-Every piece is counted once with litellm.token_counter (the default tokenizer). Pieces are taken greedily in
+Every piece is counted once with llm.tokens.count_tokens (the default tokenizer). Pieces are taken greedily in
 value order (SECTION_ORDER: each intent's sections, most valuable first) while they fit: a piece that does not
 fit is skipped, and a smaller later one may still fit; the first piece, the profiles and the hot memory are
 shortened to fit rather than dropped. The final text is counted once more: if joining pieces added tokens,
@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from strataflow.config import Settings
 from strataflow.llm.prompt_blocks import json_text, quote_text
+from strataflow.llm.tokens import count_tokens as count_tokens  # the service warms the counter up here
 from strataflow.retrieval.context_parts import ContextIntent, ContextPiece, render_profile_piece
 
 Format = Literal["text", "json"]
@@ -62,13 +63,6 @@ SECTION_TITLES = {
     "hot": "Recent summary (L2 hot memory)",
     "related": "Related messages and documents (retrieval)",
 }
-
-
-def count_tokens(value: str) -> int:
-    """Tokens of value as the budget counts them: litellm.token_counter with its default tokenizer."""
-    from strataflow.llm import lazy
-
-    return int(lazy.litellm().token_counter(text=value))
 
 
 def needs_retrieval(chosen: list[ContextPiece], room: int) -> bool:

@@ -30,7 +30,6 @@ from strataflow.retrieval.query_intent import classify_intent
 from strataflow.textsearch import TSQUERY_SQL
 
 ContextIntent = Literal["recap", "fact", "other", "qa", "task", "protocol"]
-ProfileChoice = Literal["user", "work", "both", "none"]
 
 SEED_INTENTS: dict[str, ContextIntent] = {
     "QA_QUERY": "qa",

@@ -45,11 +45,6 @@ def report_message_ids(meta: dict[str, Any]) -> set[int]:
     return {int(i) for i in meta.get("event_message_ids") or [] if str(i).lstrip("-").isdigit()}
 
 
-def lineage_ids(items: Sequence[Candidate], reports: Sequence[Candidate]) -> list[int]:
-    """The message ids the best items and reports would lift (wide scopes fetch them as candidates)."""
-    return sorted(lineage_lift(items, reports))
-
-
 def _meta(candidate: Candidate) -> dict[str, Any]:
     meta = candidate.payload.get("meta")
     return meta if isinstance(meta, dict) else {}

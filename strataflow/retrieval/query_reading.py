@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from strataflow.timeutil import WEEK, day_bounds, week_bounds, week_start
+
 MONTHS = (
     "january",
     "february",
@@ -168,12 +170,13 @@ def _relative_period(query: str, tz: ZoneInfo, now: datetime) -> Period | None:
     found = _RELATIVE.search(query)
     if not found:
         return None
-    today = datetime.combine(now.astimezone(tz).date(), datetime.min.time(), tzinfo=tz)
+    day = now.astimezone(tz).date()
+    today = day_bounds(day, tz)[0]
     word = found.group(0).lower()
     if word in ("today", "今天"):
-        return Period(today, today + timedelta(days=1))
+        return Period(*day_bounds(day, tz))
     if word in ("yesterday", "昨天"):
-        return Period(today - timedelta(days=1), today)
+        return Period(*day_bounds(day - timedelta(days=1), tz))
     if word.endswith("ago"):
         count, unit = found.group(4).lower(), found.group(5).lower()
         amount = _SMALL_NUMBERS.get(count) or int(count)
@@ -189,10 +192,8 @@ def _relative_period(query: str, tz: ZoneInfo, now: datetime) -> Period | None:
     )
     this = word.startswith(("this", "本", "这"))
     if unit == "week":
-        monday = today - timedelta(days=today.weekday())
-        return (
-            Period(monday, monday + timedelta(days=7)) if this else Period(monday - timedelta(days=7), monday)
-        )
+        monday = week_start(day)
+        return Period(*week_bounds(monday if this else monday - WEEK, tz))
     if unit == "month":
         first = today.replace(day=1)
         return Period(first, _add_months(first, 1)) if this else Period(_add_months(first, -1), first)

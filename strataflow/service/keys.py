@@ -14,7 +14,6 @@ which sees no agent's private entries.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
@@ -25,6 +24,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
 from strataflow.db.roles import AccessError
+from strataflow.hashes import content_hash
 
 KEY_FORMAT = re.compile(r"^(sf_[0-9a-f]{8})_[A-Za-z0-9_-]{20,100}$")
 KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -150,7 +150,8 @@ class Caller:
 
 
 def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+    """What api_keys stores of a key: its sha256 (strataflow.hashes.content_hash), never the key."""
+    return content_hash(key)
 
 
 def create_key(

@@ -41,7 +41,6 @@ Content = Annotated[str, StringConstraints(min_length=1, max_length=TEXT_MAX, pa
 QueryText = Annotated[str, StringConstraints(max_length=QUERY_MAX, pattern=NO_NUL)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=NAME_MAX, pattern=NOT_BLANK)]
 Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX, pattern=NO_NUL)]
-ItemId = Annotated[int, Field(ge=1, le=BIGINT_MAX, description="the entry id")]
 # Any JSON value without a NUL character in a string or a key (a metadata object; jsonb cannot hold NUL).
 JsonValue = TypeAliasType(  # type: ignore[misc]
     "JsonValue",

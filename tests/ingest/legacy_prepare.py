@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from models.messages import MessageRecord, describe_errors, validation_context
+from models.messages import MessageRecord, RecordProblem, describe_errors, validation_context
+from strataflow.hashes import content_hash
 from strataflow.ingest.enrich import ChunkOptions, PreparedChunk, _problem, to_json
 from strataflow.ingest.intent import classify_intent
-from strataflow.ingest.readers import ReadError, ReadItem
-from strataflow.textsearch import CJK_RUN, content_hash, detect_lang, fts_parts
+from strataflow.ingest.readers import ReadItem
+from strataflow.textsearch import CJK_RUN, detect_lang, fts_parts
 
 
 def legacy_prepare_chunk(items: list[ReadItem], options: ChunkOptions) -> PreparedChunk:
@@ -24,7 +25,7 @@ def legacy_prepare_chunk(items: list[ReadItem], options: ChunkOptions) -> Prepar
     by_key: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     chunk = PreparedChunk()
     for position, raw, value in items:
-        if isinstance(value, ReadError):
+        if isinstance(value, RecordProblem):
             chunk.quarantined.append(
                 _problem(options, position, raw, None, value.field, value.reason, value.error)
             )

@@ -1,4 +1,4 @@
-"""Streaming readers: every format yields canonical dicts (or a ReadError) with their position."""
+"""Streaming readers: every format yields canonical dicts (or a RecordProblem) with their position."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from models.messages import RecordProblem
 from strataflow.ingest.readers import (
     ReaderError,
-    ReadError,
     detect_format,
     expand_paths,
     load_mapping,
@@ -84,8 +84,8 @@ def test_csv_reader_applies_the_column_mapping_and_flags_short_rows(tmp_path: Pa
         "created_at": "2026-11-01 10:00:00",
         "metadata": {"a": 1},
     }
-    assert isinstance(items[1][2], ReadError) and items[1][2].reason == "malformed_row"
-    assert isinstance(items[2][2], ReadError) and items[2][2].reason == "malformed_row"
+    assert isinstance(items[1][2], RecordProblem) and items[1][2].reason == "malformed_row"
+    assert isinstance(items[2][2], RecordProblem) and items[2][2].reason == "malformed_row"
     assert items[3][2]["content"] == "still read"  # the rows after a bad one are read
 
 
@@ -143,11 +143,11 @@ def test_locomo_reader_reports_each_turn_of_a_session_whose_date_it_cannot_read(
     samples = json.loads(locomo_path.read_text())
     samples[1]["conversation"]["session_2_date_time"] = "sometime in late September"
     items = _items(write_locomo(tmp_path / "bad_date.json", samples), "locomo", chunk_rows=7)
-    errors = [item for item in items if isinstance(item[2], ReadError)]
+    errors = [item for item in items if isinstance(item[2], RecordProblem)]
     assert len(errors) == len(samples[1]["conversation"]["session_2"])
     assert {item[0] for item in errors} == {f"fx-2:D2:{n}" for n in range(1, len(errors) + 1)}
     assert all(e[2].field == "created_at" and e[2].reason == "bad_timestamp" and e[1] for e in errors)
-    good = [item[2]["source_message_id"] for item in items if not isinstance(item[2], ReadError)]
+    good = [item[2]["source_message_id"] for item in items if not isinstance(item[2], RecordProblem)]
     every = [item[2]["source_message_id"] for item in _items(locomo_path, "locomo", chunk_rows=7)]
     assert len(good) == len(every) - len(errors)
 

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
+from strataflow.hashes import content_hash
 from strataflow.llm.embeddings import (
     EmbeddingError,
     embed_texts,
@@ -20,7 +21,6 @@ from strataflow.llm.embeddings import (
     encode_count,
     get_embedder,
 )
-from strataflow.textsearch import content_hash
 
 
 def test_local_embedder_gives_unit_float32_vectors_that_rank_paraphrases_first(settings: Settings) -> None:

@@ -10,12 +10,13 @@ from sqlalchemy import Connection, Engine, text
 
 from bench.embed import insert_l1_rows
 from strataflow.config import Settings
+from strataflow.hashes import content_hash
 from strataflow.llm.embeddings import encode_count, vectors_for
 from strataflow.pipeline.embed import (
     TARGETS,
     EmbedResult,
     embed_pending,
-    embedding_text,
+    embedded_hash_sql,
     read_page,
     write_page,
 )
@@ -170,29 +171,41 @@ def test_embed_pending_leaves_other_namespaces_alone(engine: Engine, settings: S
 
 
 @pytest.mark.parametrize(
-    ("table", "row", "expected"),
+    ("statement", "key", "value", "expected"),
     [
-        # messages are embedded as written: no speaker prefix (a retrieval recipe decides that elsewhere)
-        ("conversation_messages", {"content": "I am 30多岁"}, "I am 30多岁"),
-        # an item is its statement
-        (
-            "memory_items",
-            {"statement": "I live in Hangzhou", "key": "location", "value": "Hangzhou"},
-            "I live in Hangzhou",
-        ),
+        # an item is its statement, trimmed
+        ("I live in Hangzhou", "location", '"Hangzhou"', "I live in Hangzhou"),
+        ("  I live in Hangzhou\n", "location", '"Hangzhou"', "I live in Hangzhou"),
+        ("\u3000我在杭州\u00a0", "location", '"杭州"', "我在杭州"),
         # an item without a statement still gets a meaningful text from its key and value
-        (
-            "memory_items",
-            {"statement": None, "key": "target_programs", "value": ["QMAS"]},
-            'target programs: ["QMAS"]',
-        ),
-        ("weekly_reports", {"summary": "Release week"}, "Release week"),
-        ("insights", {"statement": "Prefers email"}, "Prefers email"),
-        ("asset_chunks", {"content": "fees | amount"}, "fees | amount"),
+        (None, "target_programs", '["QMAS"]', 'target programs: ["QMAS"]'),
+        (" ", "salary", "800000", "salary: 800000"),
+        (None, "city", '"杭州"', "city: 杭州"),
+        (None, "flags", '{"a": 1, "b": [true, null]}', 'flags: {"a": 1, "b": [true, null]}'),
+        (None, "note", None, "note: null"),
     ],
 )
-def test_embedding_text_per_table(table: str, row: dict, expected: str) -> None:
-    assert embedding_text(table, row) == expected
+def test_an_items_embedded_text_and_its_cache_key(
+    conn: Connection, settings: Settings, statement: str | None, key: str, value: str | None, expected: str
+) -> None:
+    namespace = f"t_{uuid.uuid4().hex[:10]}"
+    conn.execute(INSERT_ITEM, {"ns": namespace, "key": key, "value": value, "statement": statement})
+    target = next(t for t in TARGETS if t.table == "memory_items")
+    [row] = read_page(conn, settings, target, 0, False, namespace)
+    assert row["embedded_text"] == expected
+    stored = conn.execute(
+        text(f"select {embedded_hash_sql('memory_items')} from memory_items where namespace = :ns"),
+        {"ns": namespace},
+    ).scalar_one()
+    assert stored == content_hash(expected)  # expiry and forget find the cache row by this
+
+
+def test_a_message_is_embedded_as_written(conn: Connection, settings: Settings) -> None:
+    namespace = f"t_{uuid.uuid4().hex[:10]}"
+    insert_l1_rows(conn, namespace, [" I am 30多岁 "], start=datetime(2025, 3, 5, tzinfo=UTC))
+    target = next(t for t in TARGETS if t.table == "conversation_messages")
+    [row] = read_page(conn, settings, target, 0, False, namespace)
+    assert row["embedded_text"] == " I am 30多岁 "  # no speaker prefix (a retrieval recipe decides that)
 
 
 def test_a_row_whose_text_changed_while_its_page_was_encoded_keeps_a_null_embedding(
@@ -207,7 +220,7 @@ def test_a_row_whose_text_changed_while_its_page_was_encoded_keeps_a_null_embedd
     )
     target = next(t for t in TARGETS if t.table == "conversation_messages")
     rows = read_page(conn, settings, target, 0, False, namespace)
-    vectors, new = vectors_for(conn, settings, [r["content"] for r in rows])
+    vectors, new = vectors_for(conn, settings, [r["embedded_text"] for r in rows])
     changed = rows[0]["message_id"]
     conn.execute(  # what a re-ingest with new content does meanwhile
         text("update conversation_messages set content = 'new', content_hash = 'h2' where message_id = :id"),

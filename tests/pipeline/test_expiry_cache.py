@@ -11,10 +11,10 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
+from strataflow.hashes import content_hash
 from strataflow.memory.store import upsert_item
 from strataflow.pipeline.expire import expire_l1
 from strataflow.pipeline.ingest import ingest_logs
-from strataflow.textsearch import content_hash
 
 EXPIRED_ONLY = "My passport number is E1234567."
 SHARED_WITH_LIVE = "I like green tea."

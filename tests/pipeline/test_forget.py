@@ -9,12 +9,12 @@ from datetime import timedelta
 import pyarrow.parquet as pq
 from sqlalchemy import text
 
+from strataflow.hashes import content_hash
 from strataflow.memory.store import upsert_item
 from strataflow.pipeline.expire import expire_l1
 from strataflow.pipeline.forget import forget_subject
 from strataflow.pipeline.reflect import reflect_pending
 from strataflow.pipeline.rollup import rollup_weeks
-from strataflow.textsearch import content_hash
 
 SCOPED_TABLES = (
     "conversation_messages",

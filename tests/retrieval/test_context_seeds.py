@@ -11,12 +11,12 @@ import pytest
 from sqlalchemy import Engine, text
 
 from strataflow.config import Settings
+from strataflow.llm.tokens import count_tokens
 from strataflow.memory.profiles import set_profile_status
 from strataflow.memory.store import upsert_item
 from strataflow.pipeline.embed import embed_pending
 from strataflow.pipeline.hot_memory import refresh_hot_memory
 from strataflow.retrieval.context import build_context
-from strataflow.retrieval.context_budget import count_tokens
 from strataflow.retrieval.context_parts import resolve_intent
 from tests.fixtures.scripted_model import ScriptedModel, fact, item
 

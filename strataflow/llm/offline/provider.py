@@ -21,6 +21,7 @@ from typing import Any
 
 from strataflow.llm import lazy
 from strataflow.llm.prompt_blocks import json_block_lines, parse_blocks
+from strataflow.llm.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -88,13 +89,6 @@ def answer(prompt: str) -> dict[str, Any]:
     return summarize.hot_summary(messages)
 
 
-def _count_tokens(litellm: Any, text: str) -> int:
-    try:
-        return int(litellm.token_counter(model="gpt-3.5-turbo", text=text))
-    except Exception:  # tokenizer unavailable: fall back to a rough count (4 characters a token)
-        return max(1, len(text) // 4)
-
-
 def _handler_class() -> type:
     litellm = lazy.litellm()
     from litellm import CustomLLM
@@ -112,7 +106,7 @@ def _handler_class() -> type:
                 )
             prompt = prompt_text(messages)
             content = json.dumps(answer(prompt), ensure_ascii=False, default=str)
-            prompt_tokens, completion_tokens = _count_tokens(litellm, prompt), _count_tokens(litellm, content)
+            prompt_tokens, completion_tokens = count_tokens(prompt), count_tokens(content)
             response = litellm.ModelResponse(
                 model=f"{PROVIDER}/{name}",
                 choices=[

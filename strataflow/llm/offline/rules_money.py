@@ -16,7 +16,6 @@ from strataflow.llm.offline.text import Finding, slug
 
 Rule = Callable[[str], Iterator[Finding]]
 IGNORE = re.IGNORECASE
-PRICE_GUARDS = frozenset({"question", "negation"})
 
 CURRENCY_WORDS: dict[str, str] = {
     "人民币": "CNY", "元": "CNY", "块": "CNY", "rmb": "CNY", "cny": "CNY", "¥": "CNY", "￥": "CNY",
@@ -53,7 +52,6 @@ PERIOD_ZH = (
     ("investment_amount", r"可投资金额|可投资资产|投资金额|投资额|可以投资|能投资|能投|可以投|拿出|投入"),
 )
 LINK_ZH = r"(?:是|有|在|能有|为|大概是|大概有|了|:|：)?"
-PRICE_LINK_ZH = r"(?:是|要|大概|大约|一年|每年|一个月|每月|:|：)*"
 PRICE_ZH = {
     "学费": "tuition", "房租": "rent", "租金": "rent", "房价": "home_price", "月供": "mortgage_payment",
     "首付": "down_payment", "费用": "fee", "价格": "price", "报价": "quote", "中介费": "agency_fee",

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from strataflow.llm.offline.patterns_en import TITLE_NOUN
 from strataflow.llm.offline.rules_team import IGNORE, TOPIC_TRIM_ZH, WORDS
 from strataflow.llm.offline.rules_zh import PERSON_ADDRESS
-from strataflow.llm.offline.text import CJK, Finding, cut, is_chinese, slug
+from strataflow.llm.offline.text import Finding, cut, is_chinese, slug
+from strataflow.textsearch import CJK
 
 Rule = Callable[[str], Iterator[Finding]]
 
@@ -208,7 +209,7 @@ NOT_PEOPLE = frozenset(
 def _zh_person(token: str) -> bool:
     import jieba.posseg as posseg
 
-    if re.fullmatch(r"[小老][\u4e00-\u9fff]", token) or re.fullmatch(r"[A-Z][a-z]+", token):
+    if re.fullmatch(rf"[小老][{CJK}]", token) or re.fullmatch(r"[A-Z][a-z]+", token):
         return True
     if PERSON_ADDRESS.fullmatch(token):  # 王总, 李经理: a surname and a title address a person
         return True

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 
 from strataflow.llm.offline import aliases
 from strataflow.llm.offline.numbers import to_number
-from strataflow.llm.offline.text import CJK, Finding, is_chinese, slug
+from strataflow.llm.offline.text import Finding, is_chinese, slug
+from strataflow.textsearch import CJK
 
 Rule = Callable[[str], Iterator[Finding]]
 IGNORE = re.IGNORECASE

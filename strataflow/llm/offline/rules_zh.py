@@ -13,20 +13,17 @@ from collections.abc import Callable, Iterator
 from strataflow.llm.offline import aliases
 from strataflow.llm.offline.numbers import NUMBER, parse_quantity
 from strataflow.llm.offline.text import (
-    CJK,
     CURRENT_FACT_GUARDS,
     INTENT_GUARDS,
     Finding,
     cut,
 )
+from strataflow.textsearch import CJK
 
 Rule = Callable[[str], Iterator[Finding]]
 
 PRE = r"(?:大概|大约|约|差不多|将近|接近|快|近|估计|大致|不到|超过|超|不止|少于)?"
 NUMQ = rf"(?:{NUMBER})(?:多|几|来|余)?(?:\s*(?:-|~|到|至)\s*(?:{NUMBER}))?"
-MONEY_UNIT = r"(?:万|千|k|K|w|W)?"
-TAIL = r"(?:(?<=[万千])[0-9一二两三四五六七八九](?![0-9万千]))?"  # 3万5 = 35000
-CURRENCY = r"(?:元|块|人民币|港币|港元|美元|美金|刀|RMB|rmb|HKD|USD)?"
 STOP_TOKENS = frozenset(
     "我 你 他 她 在 于 从 是 的 了 读 念 上 考 进 去 毕业 就读 就 也 都 和 跟 一所 一个 所 这 那 个 "
     "现在 目前 本科 硕士 博士 研究生 学士 专业 我们 以前 之前 还 又 已经 刚 后来 然后 所以 但是 "

@@ -17,12 +17,12 @@ from strataflow.llm.offline.rules_zh import (
     _find,
 )
 from strataflow.llm.offline.text import (
-    CJK,
     INTENT_GUARDS,
     Finding,
     cut,
     slug,
 )
+from strataflow.textsearch import CJK
 
 Rule = Callable[[str], Iterator[Finding]]
 

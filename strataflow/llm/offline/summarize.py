@@ -21,6 +21,7 @@ from typing import Any
 from models.vocabulary import SNAKE_KEY
 from strataflow.llm.offline.extract import extract_items
 from strataflow.llm.offline.text import sentences
+from strataflow.textsearch import CJK
 
 MAX_HIGHLIGHTS = 8
 MAX_EVENTS = 12
@@ -75,7 +76,7 @@ def _informative_sentences(messages: list[dict[str, Any]]) -> list[tuple[int, st
             continue
         for _, sentence in sentences(text):
             clean = sentence.strip()
-            words = re.findall(r"[A-Za-z]{3,}|[\u4e00-\u9fff]", clean)
+            words = re.findall(rf"[A-Za-z]{{3,}}|[{CJK}]", clean)
             score = len(set(words)) + 3 * len(re.findall(r"\d", clean)) // 2
             if len(words) >= 4 and not clean.endswith(("?", "？")):
                 scored.append((message_id, clean, score))

@@ -15,8 +15,8 @@ from functools import lru_cache
 from typing import Any
 
 from strataflow.llm.offline.topics import FILLER_ZH, TOPIC_PARTS_ZH, TOPIC_ZH
+from strataflow.textsearch import CJK
 
-CJK = r"\u3400-\u4dbf\u4e00-\u9fff"
 CJK_CHAR = re.compile(f"[{CJK}]")
 
 # Sentence ends: Chinese marks, newlines, English . ! ? ; (a dot only before a space or the end: 1.5k stays).
@@ -24,7 +24,7 @@ SENTENCE_END = re.compile(r"[。！？!?；;\n]+|\.(?=\s|$)")
 # Clause boundaries inside a sentence: commas (not inside 1,200), colons, dashes, "but", "and I/we/my".
 CLAUSE_BREAK = re.compile(
     r"[，,:：](?!\d{3})|(?<=\s)(?:but|and|so|while|although|though)(?=\s+(?:i|i'm|i've|we|we're|my|our|"
-    r"the|it|they|he|she)\b)|(?<=[\u4e00-\u9fff])(?:但是|不过|而且|然后)",
+    rf"the|it|they|he|she)\b)|(?<=[{CJK}])(?:但是|不过|而且|然后)",
     re.IGNORECASE,
 )
 
@@ -90,10 +90,8 @@ class Finding:
     weak: bool = False  # said in passing ("my wife and I"): never replaces a stated value or a stored key
 
 
-FACT_GUARDS = frozenset({"question", "negation", "others", "modal"})
 CURRENT_FACT_GUARDS = frozenset({"question", "negation", "others", "modal", "past"})
 INTENT_GUARDS = frozenset({"question", "negation", "others"})
-TEAM_GUARDS = frozenset({"question"})
 
 
 def is_chinese(text: str) -> bool:
