@@ -3,8 +3,9 @@
 Tables and the text embedded for one row (`embedding_text`, the one place this is decided):
 conversation_messages -> content as written (no speaker or time prefix: a retrieval recipe that wants one
 is measured in the retrieval bench, and would change the text hash, so the cache, for every row);
-memory_items -> statement (or "key: value" when there is none); weekly_reports -> summary;
-insights -> statement; asset_chunks -> content.
+memory_items -> strataflow.memory.item_embedding.item_text (the statement, or "key: value"; an item is
+embedded when it is written, so this stage finds only items written without settings); weekly_reports ->
+summary; insights -> statement; asset_chunks -> content.
 
 Rows are read in pages of PAGE_BATCHES x embed_batch_size (keyset on a unique, indexed column): cache
 lookup, one encode call for the misses (the model batches them by `embed_batch_size` after sorting by
@@ -16,7 +17,6 @@ a re-embed of known texts is served by embedding_cache.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +32,7 @@ from models.results import EmbedResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
+from strataflow.memory.item_embedding import item_text
 from strataflow.pipeline.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -100,12 +101,7 @@ UPDATE_EMBEDDING = {t.table: _update_sql(t) for t in TARGETS}
 def embedding_text(table: str, row: Mapping[str, Any]) -> str:
     """The text embedded for one row of `table` (see the module docstring for why it is this simple)."""
     if table == "memory_items":
-        statement = (row.get("statement") or "").strip()
-        if statement:
-            return statement
-        value = row.get("value")
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return f"{row['key'].replace('_', ' ')}: {shown}"
+        return item_text(row.get("statement"), row["key"], row.get("value"))
     if table == "weekly_reports":
         return row["summary"]
     if table == "insights":

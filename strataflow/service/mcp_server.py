@@ -117,7 +117,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         with session(ctx, write=True) as (conn, caller):
             saved = api.create_memory(
                 conn, caller.namespace, subject, type, name, content, description=description,
-                agent_id=agent, shared=shared,
+                agent_id=agent, shared=shared, settings=settings,
             )  # fmt: skip
         return saved.item.model_dump(mode="json")
 
@@ -148,7 +148,7 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         with session(ctx, write=True) as (conn, caller):
             updated = api.update_memory(
                 conn, caller.namespace, id, agent_id=agent, type=type, name=name, description=description,
-                value=api.UNSET if content is None else content, shared=shared,
+                value=api.UNSET if content is None else content, shared=shared, settings=settings,
             )  # fmt: skip
         return updated.item.model_dump(mode="json")
 

@@ -21,11 +21,11 @@ WRITE = error_responses(401, 403, 404, 409, 422, 429, 503)
 
 
 @router.post("", response_model=MemoryItem, status_code=201, responses=WRITE)
-def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep) -> MemoryItem:
+def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep, settings: SettingsDep) -> MemoryItem:
     """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead)."""
     return api.create_memory(
         db, caller.namespace, body.subject, body.type, body.name, body.content, description=body.description,
-        agent_id=body.agent, shared=body.shared, metadata=body.metadata,
+        agent_id=body.agent, shared=body.shared, metadata=body.metadata, settings=settings,
     ).item  # fmt: skip
 
 
@@ -58,14 +58,19 @@ def get_memory(item_id: int, db: DbDep, caller: CallerDep, agent: AgentQuery = N
 
 @router.patch("/{item_id}", response_model=MemoryItem, responses=WRITE)
 def patch_memory(
-    item_id: int, body: MemoryPatch, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
+    item_id: int,
+    body: MemoryPatch,
+    db: WriterDep,
+    caller: CallerDep,
+    settings: SettingsDep,
+    agent: AgentQuery = None,
 ) -> MemoryItem:
     """Change type, name, description, content, sharing or metadata (a new version each time); 403 for
     another agent's entry."""
     return api.update_memory(
         db, caller.namespace, item_id, agent_id=agent, type=body.type, name=body.name,
         description=body.description, value=api.UNSET if body.content is None else body.content,
-        shared=body.shared, metadata=body.metadata,
+        shared=body.shared, metadata=body.metadata, settings=settings,
     ).item  # fmt: skip
 
 
