@@ -21,12 +21,20 @@ from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
 from strataflow.service import errors
 from strataflow.service.mcp_server import build_server, mount_mcp
-from strataflow.service.routes import context, health, memories, messages, profiles, tools
+from strataflow.service.routes import context, health, mem0, memories, messages, profiles, tools
 from strataflow.service.session import Sessions
 
 logger = logging.getLogger(__name__)
 
-ROUTERS = (health.router, messages.router, context.router, memories.router, profiles.router, tools.router)
+ROUTERS = (
+    health.router,
+    messages.router,
+    context.router,
+    memories.router,
+    profiles.router,
+    tools.router,
+    mem0.router,
+)
 
 
 def warm_up(settings: Settings) -> None:
@@ -88,7 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Three-layer memory for agents: messages in, context out, seed 003 entries, seed 002 "
         "profiles, seed 000 tools. Authenticate with `Authorization: Bearer KEY` (strataflow access "
-        "create-key); the key's role decides the namespace (X-Namespace picks one of several).",
+        "create-key); the key's role decides the namespace (X-Namespace picks one of several). Under /mem0: "
+        "the paths of mem0's platform API for mem0's own client (docs/integrations.md).",
         lifespan=lifespan,
     )
     app.state.settings = settings

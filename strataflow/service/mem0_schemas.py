@@ -1,0 +1,228 @@
+"""Bodies and answers of the mem0-compatible API (strataflow.service.routes.mem0), shaped as mem0's platform
+API and its official client (mem0ai 2.2.1, mem0/client/main.py) send and read them.
+
+Request bodies name every field the client may send; the ones strataflow has no equivalent for are either
+ignored (say so in their description) or refused with 400 by the route when given a value that would change
+the result (see docs/integrations.md, "What is mapped").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from strataflow.service.schemas import Id, Query, Strict, Text
+
+MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
+Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
+Role = Annotated[str, StringConstraints(min_length=1, max_length=32)]
+
+
+class Mem0Message(Strict):
+    role: Role = Field(description="user, assistant or system (the canonical message roles)")
+    content: Text = Field(description="the message text")
+    name: Annotated[str, StringConstraints(max_length=255)] | None = Ignored
+
+
+class Mem0Add(Strict):
+    """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default."""
+
+    messages: list[Mem0Message] | Text = Field(
+        description="the conversation turns (or one text, read as a user message)"
+    )
+    user_id: Id | None = Field(None, description="the user the memories are about (strataflow subject)")
+    agent_id: Id | None = Field(None, description="the agent that owns them (strataflow agent)")
+    run_id: Id | None = Field(None, description="the conversation (strataflow conversation_id)")
+    app_id: Id | None = Field(None, description="refused: the API key's namespace is the app")
+    metadata: dict[str, Any] | None = Field(None, description="kept with each memory (or message)")
+    infer: bool = Field(
+        True,
+        description="true: the messages go to L1 and the extract stage makes memories of them (the answer is "
+        "an event, PENDING until then); false: each message's text is stored as a memory at once",
+    )
+    filters: dict[str, Any] | None = Field(None, description="entity ids, as the typed options send them")
+    timestamp: int | None = Field(
+        None, description="the event time (Unix seconds) of the messages (infer=true)"
+    )
+    expiration_date: str | None = Field(None, description="refused when set: memories do not expire")
+    immutable: bool | None = Field(None, description="refused when true")
+    custom_categories: list[dict[str, Any]] | None = Ignored
+    custom_instructions: str | None = Ignored
+    agent_custom_instructions: str | None = Ignored
+    structured_data_schema: dict[str, Any] | None = Ignored
+    includes: str | None = Ignored
+    excludes: str | None = Ignored
+    output_format: str | None = Ignored
+    version: str | None = Ignored
+    async_mode: bool | None = Ignored
+    enable_graph: bool | None = Ignored
+    org_id: str | None = Ignored
+    project_id: str | None = Ignored
+
+
+class Mem0Search(Strict):
+    """POST /v3/memories/search/."""
+
+    query: Query = Field(min_length=1, description="what to look for (any language)")
+    filters: dict[str, Any] | None = Field(
+        None,
+        description="user_id, agent_id, run_id: a value, {'eq': v}, {'in': [...]} or '*', combined with "
+        "AND / OR (400 for anything else)",
+    )
+    top_k: int = Field(10, ge=1, le=100, description="how many results")
+    threshold: float | None = Field(None, ge=0, le=1, description="the lowest score returned")
+    user_id: Id | None = Field(None, description="as filters={'user_id': ...} (older clients)")
+    agent_id: Id | None = Field(None, description="as filters={'agent_id': ...} (older clients)")
+    run_id: Id | None = Field(None, description="as filters={'run_id': ...} (older clients)")
+    rerank: bool | None = Ignored
+    keyword_search: bool | None = Ignored
+    fields: list[str] | None = Ignored
+    reference_date: str | int | None = Ignored
+    latest_only: bool | None = Ignored
+    show_expired: bool | None = Ignored
+    version: str | None = Ignored
+    output_format: str | None = Ignored
+    org_id: str | None = Ignored
+    project_id: str | None = Ignored
+
+
+class Mem0List(Strict):
+    """POST /v3/memories/ (get_all; page and page_size come as query parameters)."""
+
+    filters: dict[str, Any] | None = Field(None, description="as for search")
+    page: int | None = Field(None, ge=1, description="the page (also a query parameter)")
+    page_size: int | None = Field(None, ge=1, le=1000, description="memories per page (default 100)")
+    latest_only: bool | None = Ignored
+    show_expired: bool | None = Ignored
+    version: str | None = Ignored
+    output_format: str | None = Ignored
+    org_id: str | None = Ignored
+    project_id: str | None = Ignored
+
+
+class Mem0Update(Strict):
+    """PUT /v1/memories/{id}/."""
+
+    text: Text | None = Field(None, min_length=1, description="the new text of the memory")
+    metadata: dict[str, Any] | None = Field(None, description="merged into the memory's metadata")
+    timestamp: int | float | str | None = Field(None, description="refused when set")
+    expiration_date: str | None = Field(None, description="refused when set: memories do not expire")
+
+
+class Mem0Memory(BaseModel):
+    """A memory as mem0 answers it (an L2 memory item of strataflow)."""
+
+    id: str = Field(description="the memory item id")
+    memory: str = Field(description="the memory's text (the item's content)")
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None = Field(description="the conversation it belongs to, if one")
+    app_id: str | None = None
+    hash: str = Field(description="MD5 of the text")
+    metadata: dict[str, Any] | None
+    categories: list[str]
+    immutable: bool = False
+    expiration_date: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Mem0Hit(Mem0Memory):
+    score: float = Field(description="the search score, 0..1, higher is better")
+
+
+class Mem0AddResult(BaseModel):
+    id: str
+    memory: str
+    event: str = Field(description="ADD (a new memory) or NONE (the same text was already stored)")
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    metadata: dict[str, Any] | None
+
+
+class Mem0AddAnswer(BaseModel):
+    message: str
+    status: str = Field(description="PENDING (infer=true: see GET /v1/event/{event_id}/) or SUCCEEDED")
+    event_id: str | None = Field(None, description="the event of an infer=true add")
+    results: list[Mem0AddResult] = Field(default_factory=list)
+
+
+class Mem0Page(BaseModel):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[Mem0Memory]
+
+
+class Mem0Results(BaseModel):
+    results: list[Mem0Hit]
+
+
+class Mem0HistoryEntry(BaseModel):
+    id: str
+    memory_id: str
+    event: str = Field(description="ADD, UPDATE or DELETE")
+    old_memory: str | None
+    new_memory: str | None
+    input: list[dict[str, Any]] = Field(default_factory=list)
+    user_id: str | None
+    agent_id: str | None
+    metadata: dict[str, Any] | None
+    categories: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+class Mem0Entity(BaseModel):
+    id: str
+    name: str
+    type: str = Field(description="user, agent or run")
+    total_memories: int
+    owner: str = Field(description="the API key's name")
+    organization: str = Field(description="the namespace")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+
+class Mem0Entities(BaseModel):
+    results: list[Mem0Entity]
+
+
+class Mem0EventResult(BaseModel):
+    id: str
+    event: str
+    memory: str
+    user_id: str | None
+    agent_id: str | None
+    data: dict[str, Any]
+
+
+class Mem0Event(BaseModel):
+    id: str
+    event_type: str
+    status: str = Field(description="PENDING until the extract stage has read the messages, then SUCCEEDED")
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+    results: list[Mem0EventResult]
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    latency: float | None = None
+
+
+class Mem0Done(BaseModel):
+    message: str
+
+
+class Mem0Ping(BaseModel):
+    status: str
+    message: str
+    namespace: str = Field(description="the namespace the key acts in")
+    org_id: str | None = None
+    project_id: str | None = None
+    user_email: str | None = None
