@@ -147,8 +147,12 @@ def memories(
 
 @router.get("/v1/ping/", response_model=Mem0Ping, responses=READ)
 def ping(session: Session) -> Mem0Ping:
-    """What the client calls on start: 200 for a usable key (401 otherwise)."""
-    return Mem0Ping(status="ok", message="pong", namespace=session[1].namespace)
+    """What the client calls on start: 200 for a usable key (401 otherwise). The client needs an org_id and a
+    project_id: the server's name and the key's namespace."""
+    namespace = session[1].namespace
+    return Mem0Ping(
+        status="ok", message="pong", namespace=namespace, org_id="strataflow", project_id=namespace
+    )
 
 
 @router.post("/v3/memories/add/", response_model=Mem0AddAnswer, responses=READ)
