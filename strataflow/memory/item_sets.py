@@ -8,7 +8,7 @@ versioned delete (strataflow.memory.store.delete_item).
 - `item_conversations`: the conversation of each item: `metadata.conversation_id` of an item written with one,
   else the one conversation of the L1 messages it came from (message_keys keeps it after L1 expiry).
 - `entity_counts`: the users (subjects), agents and conversations that have active items, with counts.
-- `metadata_values`: the distinct values of one metadata field among the visible active items.
+- `metadata_values`: the distinct values at one path of the metadata of the visible active items.
 - `delete_memories`: a versioned delete of every active item of a subject / agent / conversation that the
   request may change: the viewer's own and the namespace's, or, for a caller that may write the whole
   namespace (`every_agent`), every agent's too.
@@ -64,8 +64,8 @@ SELECT_ENTITIES = text(
 )
 SELECT_METADATA_VALUES = text(
     f"""
-    select distinct mi.metadata -> cast(:field as text) as value from memory_items as mi
-    where {READABLE} and mi.metadata ? cast(:field as text)
+    select distinct mi.metadata #> cast(:path as text[]) as value from memory_items as mi
+    where {READABLE} and mi.metadata #> cast(:path as text[]) is not null
         and (cast(:subject_id as text) is null or mi.subject_id = :subject_id)
     """
 )
@@ -141,11 +141,16 @@ def entity_counts(conn: Connection, namespace: str, *, agent_id: str | None) -> 
 
 
 def metadata_values(
-    conn: Connection, namespace: str, field: str, *, subject_id: str | None = None, agent_id: str | None
+    conn: Connection,
+    namespace: str,
+    path: Sequence[str],
+    *,
+    subject_id: str | None = None,
+    agent_id: str | None,
 ) -> list[Any]:
-    """The distinct values of metadata[field] among the active items the agent sees (of one subject)."""
+    """The distinct values at `path` of the metadata of the active items the agent sees (of one subject)."""
     params = {
-        "namespace": namespace, "field": field, "subject_id": subject_id, "agent_id": agent_id,
+        "namespace": namespace, "path": list(path), "subject_id": subject_id, "agent_id": agent_id,
         "include_deleted": False,
     }  # fmt: skip
     return [row.value for row in conn.execute(SELECT_METADATA_VALUES, params)]

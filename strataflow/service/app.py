@@ -21,7 +21,7 @@ from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
 from strataflow.service import errors
 from strataflow.service.mcp_server import build_server, mount_mcp
-from strataflow.service.routes import context, health, mem0, memories, messages, profiles, tools
+from strataflow.service.routes import context, health, mem0, memories, messages, profiles, store, tools
 from strataflow.service.session import Sessions
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ ROUTERS = (
     profiles.router,
     tools.router,
     mem0.router,
+    store.router,
 )
 
 

@@ -27,6 +27,7 @@ from strataflow.ingest.online import write_messages
 from strataflow.memory import api, item_sets
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
+from strataflow.service.agents import acting_agent, bound_agent
 from strataflow.service.deps import SettingsDep
 from strataflow.service.errors import ApiError, error_response, error_responses
 from strataflow.service.keys import Caller
@@ -84,16 +85,6 @@ AgentParam = Annotated[Id | None, Query(description="act as this agent (default:
 MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 
 
-def acting_agent(caller: Caller, requested: str | None) -> str | None:
-    """The agent a request acts as: the key's own (another one named: 403), else the one named, else none."""
-    bound: str | None = getattr(caller, "agent", None)
-    if bound is not None and requested not in (None, bound):
-        raise ApiError(
-            403, f"key {caller.key_name!r} is bound to agent {bound!r}; it cannot act as {requested!r}"
-        )
-    return bound if bound is not None else requested
-
-
 def writer(caller: Caller) -> None:
     if caller.kind != "agent":
         raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
@@ -102,7 +93,7 @@ def writer(caller: Caller) -> None:
 def namespace_writer(caller: Caller, what: str) -> None:
     """A request that changes every agent's memories: a writer key bound to no agent."""
     writer(caller)
-    if getattr(caller, "agent", None) is not None:
+    if bound_agent(caller) is not None:
         raise ApiError(403, f"{what} needs a key that may write the whole namespace, not an agent's key")
 
 
@@ -126,7 +117,7 @@ def checked_filter(filters: dict[str, Any] | None, caller: Caller, **top_level: 
 
 def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
     """The agents to read as: the key's own, else those the filter names (each sees its private items)."""
-    if agents and getattr(caller, "agent", None) is None:
+    if agents and bound_agent(caller) is None:
         return [*sorted(agents)]
     return [acting_agent(caller, None)]
 

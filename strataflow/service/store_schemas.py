@@ -1,0 +1,63 @@
+"""Bodies and answers of POST /v1/store/batch: the operations of LangGraph's BaseStore (get, put, search,
+list_namespaces), as strataflow.integrations.langgraph sends them (strataflow.service.routes.store)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from strataflow.service.schemas import Agent, Query, Strict
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00/]*$")]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+
+
+class MatchCondition(Strict):
+    match_type: Literal["prefix", "suffix"]
+    path: list[PathLabel] = Field(max_length=20, description="labels; '*' matches any one label")
+
+
+class StoreOp(Strict):
+    """One BaseStore operation. get and put: namespace and key (put: value, null deletes); search:
+    namespace (the prefix), query, filter, limit, offset; list_namespaces: match_conditions, max_depth,
+    limit, offset."""
+
+    op: Literal["get", "put", "search", "list_namespaces"]
+    namespace: list[Label] = Field(default_factory=list, max_length=20)
+    key: Key | None = None
+    value: dict[str, Any] | None = Field(None, description="put: the item's value; null deletes the item")
+    query: Query | None = Field(None, description="search: what to look for (ranked by meaning and words)")
+    filter: dict[str, Any] | None = Field(
+        None, description="search: value fields, each a value or {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin: ...}"
+    )
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000)
+    match_conditions: list[MatchCondition] = Field(default_factory=list, max_length=10)
+    max_depth: int | None = Field(None, ge=1, le=20)
+
+
+class StoreBatch(Strict):
+    ops: list[StoreOp] = Field(min_length=1, max_length=200)
+    subject_at: int = Field(
+        1, ge=0, le=10, description="the namespace label that is the user (subject): ('memories', user_id)"
+    )
+    agent: Agent = None
+
+
+class StoreItem(BaseModel):
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+
+class StoreResults(BaseModel):
+    """One result per operation, in order: get -> an item or null; put -> null; search -> a list of items;
+    list_namespaces -> a list of namespaces (lists of labels)."""
+
+    results: list[StoreItem | list[StoreItem] | list[list[str]] | None]
