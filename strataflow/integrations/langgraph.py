@@ -137,7 +137,7 @@ class AsyncStrataflowStore(StrataflowStore):
 async def generate_store(
     url: str | None = None, api_key: str | None = None, **options: Any
 ) -> AsyncIterator[AsyncStrataflowStore]:
-    """An AsyncStrataflowStore (from STRATAFLOW_API_URL and STRATAFLOW_API_KEY unless given), closed on exit."""
+    """An AsyncStrataflowStore (STRATAFLOW_API_URL and STRATAFLOW_API_KEY unless given), closed on exit."""
     store = AsyncStrataflowStore(url, api_key, **options)
     try:
         yield store
