@@ -14,11 +14,10 @@ namespace: an agent-bound key gets 403.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
@@ -27,11 +26,21 @@ from strataflow.ingest.online import write_messages
 from strataflow.memory import api, item_sets
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
-from strataflow.service.agents import acting_agent, bound_agent
+from strataflow.service.agents import acting_agent
 from strataflow.service.deps import SettingsDep
 from strataflow.service.errors import ApiError, error_response, error_responses
 from strataflow.service.keys import Caller
-from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
+from strataflow.service.mem0_deps import (
+    AgentParam,
+    MemoryId,
+    Session,
+    checked_filter,
+    item_id_of,
+    memories,
+    namespace_writer,
+    viewers,
+    writer,
+)
 from strataflow.service.mem0_schemas import (
     MAX_ADD_MESSAGES,
     Mem0Add,
@@ -51,89 +60,12 @@ from strataflow.service.mem0_schemas import (
     Mem0Update,
 )
 from strataflow.service.schemas import Id
-from strataflow.service.session import Sessions
 
 router = APIRouter(prefix="/mem0", tags=["mem0-compatible"])
 SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
 QUEUED = "Memory processing has been queued for background execution"
 READ = error_responses(400, 401, 403, 404, 422, 429, 503)
 MAX_LISTED = 10_000  # get_all reads at most this many memories per scope (then pages them)
-
-
-def api_key(authorization: str | None) -> str | None:
-    """The key of `Authorization: Token KEY` (mem0's client) or `Bearer KEY`."""
-    scheme, _, token = (authorization or "").strip().partition(" ")
-    return token.strip() if scheme.lower() in ("token", "bearer") and token.strip() else None
-
-
-def open_session(
-    request: Request,
-    authorization: Annotated[
-        str | None, Header(description="Token KEY (mem0's client) or Bearer KEY")
-    ] = None,
-    x_namespace: Annotated[
-        str | None, Header(max_length=512, description="the namespace, of several")
-    ] = None,
-) -> Iterator[tuple[Connection, Caller]]:
-    sessions: Sessions = request.app.state.sessions
-    with sessions.open(api_key(authorization), x_namespace) as session:
-        yield session
-
-
-Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
-AgentParam = Annotated[Id | None, Query(description="act as this agent (default: the key's own)")]
-MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
-
-
-def writer(caller: Caller) -> None:
-    if caller.kind != "agent":
-        raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
-
-
-def namespace_writer(caller: Caller, what: str) -> None:
-    """A request that changes every agent's memories: a writer key bound to no agent."""
-    writer(caller)
-    if bound_agent(caller) is not None:
-        raise ApiError(403, f"{what} needs a key that may write the whole namespace, not an agent's key")
-
-
-def item_id_of(memory_id: str) -> int:
-    if not memory_id.isdigit() or len(memory_id) > 18:
-        raise ApiError(404, f"no memory {memory_id!r}", "memory_id")
-    return int(memory_id)
-
-
-def checked_filter(filters: dict[str, Any] | None, caller: Caller, **top_level: str | None) -> Filter:
-    try:
-        parsed = parse_filters(filters, **top_level)
-        scopes = parsed.scopes()
-    except FilterError as exc:
-        raise ApiError(400, str(exc), "filters", code="unsupported_filter") from None
-    for _, agents in scopes:
-        for agent in agents or ():
-            acting_agent(caller, agent)
-    return parsed
-
-
-def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
-    """The agents to read as: the key's own, else those the filter names (each sees its private items)."""
-    if agents and bound_agent(caller) is None:
-        return [*sorted(agents)]
-    return [acting_agent(caller, None)]
-
-
-def memories(
-    db: Connection, caller: Caller, items: list[MemoryItem], wanted: Filter | None = None
-) -> list[tuple[MemoryItem, str | None]]:
-    """The items with their run ids, distinct, kept when they match the filter."""
-    items = list({item.id: item for item in items}.values())
-    runs = item_sets.item_conversations(db, caller.namespace, items)
-    return [
-        (item, runs[item.id])
-        for item in items
-        if wanted is None
-        or wanted.matches({"user_id": item.subject, "agent_id": item.agent, "run_id": runs[item.id]})
-    ]
 
 
 @router.get("/v1/ping/", response_model=Mem0Ping, responses=READ)
