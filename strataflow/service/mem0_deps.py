@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Query, Request
+from fastapi.security import APIKeyHeader
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
@@ -20,6 +21,16 @@ from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
 from strataflow.service.schemas import Id
 from strataflow.service.session import Sessions
 
+# The OpenAPI security scheme of every /mem0 operation (components.securitySchemes.mem0Token); a request
+# without a usable key is refused by the session (401), never by FastAPI.
+TOKEN = APIKeyHeader(
+    name="Authorization",
+    auto_error=False,
+    scheme_name="mem0Token",
+    description="`Token KEY` as mem0's client sends it (or `Bearer KEY`), a key from `strataflow access "
+    "create-key NAME --role ROLE [--agent AGENT_ID]`.",
+)
+
 
 def api_key(authorization: str | None) -> str | None:
     """The key of `Authorization: Token KEY` (mem0's client) or `Bearer KEY`."""
@@ -29,11 +40,9 @@ def api_key(authorization: str | None) -> str | None:
 
 def open_session(
     request: Request,
-    authorization: Annotated[
-        str | None, Header(description="Token KEY (mem0's client) or Bearer KEY")
-    ] = None,
+    authorization: Annotated[str | None, Depends(TOKEN)],
     x_namespace: Annotated[
-        str | None, Header(max_length=512, description="the namespace, of several")
+        str | None, Header(max_length=512, description="the namespace, when the key's role has several")
     ] = None,
 ) -> Iterator[tuple[Connection, Caller]]:
     sessions: Sessions = request.app.state.sessions

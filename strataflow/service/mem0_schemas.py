@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from strataflow.service.schemas import Id, Query, Strict, Text
+from strataflow.service.schemas import Content, Id, Metadata, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
 Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
@@ -22,21 +22,21 @@ Role = Annotated[str, StringConstraints(min_length=1, max_length=32)]
 
 class Mem0Message(Strict):
     role: Role = Field(description="user, assistant or system (the canonical message roles)")
-    content: Text = Field(description="the message text")
+    content: Content = Field(description="the message text")
     name: Annotated[str, StringConstraints(max_length=255)] | None = Ignored
 
 
 class Mem0Add(Strict):
     """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default."""
 
-    messages: list[Mem0Message] | Text = Field(
+    messages: list[Mem0Message] | Content = Field(
         description="the conversation turns (or one text, read as a user message)"
     )
-    user_id: Id | None = Field(None, description="the user the memories are about (strataflow subject)")
-    agent_id: Id | None = Field(None, description="the agent that owns them (strataflow agent)")
+    user_id: SubjectId | None = Field(None, description="the user the memories are about (the subject)")
+    agent_id: SubjectId | None = Field(None, description="the agent that owns them (strataflow agent)")
     run_id: Id | None = Field(None, description="the conversation (strataflow conversation_id)")
     app_id: Id | None = Field(None, description="refused: the API key's namespace is the app")
-    metadata: dict[str, Any] | None = Field(None, description="kept with each memory (or message)")
+    metadata: Metadata | None = Field(None, description="kept with each memory (or message)")
     infer: bool = Field(
         True,
         description="true: the messages go to L1 and the extract stage makes memories of them (the answer is "
@@ -65,7 +65,7 @@ class Mem0Add(Strict):
 class Mem0Search(Strict):
     """POST /v3/memories/search/."""
 
-    query: Query = Field(min_length=1, description="what to look for (any language)")
+    query: QueryText = Field(min_length=1, description="what to look for (any language)")
     filters: dict[str, Any] | None = Field(
         None,
         description="user_id, agent_id, run_id: a value, {'eq': v}, {'in': [...]} or '*', combined with "
@@ -73,8 +73,8 @@ class Mem0Search(Strict):
     )
     top_k: int = Field(10, ge=1, le=100, description="how many results")
     threshold: float | None = Field(None, ge=0, le=1, description="the lowest score returned")
-    user_id: Id | None = Field(None, description="as filters={'user_id': ...} (older clients)")
-    agent_id: Id | None = Field(None, description="as filters={'agent_id': ...} (older clients)")
+    user_id: SubjectId | None = Field(None, description="as filters={'user_id': ...} (older clients)")
+    agent_id: SubjectId | None = Field(None, description="as filters={'agent_id': ...} (older clients)")
     run_id: Id | None = Field(None, description="as filters={'run_id': ...} (older clients)")
     rerank: bool | None = Ignored
     keyword_search: bool | None = Ignored
@@ -105,8 +105,8 @@ class Mem0List(Strict):
 class Mem0Update(Strict):
     """PUT /v1/memories/{id}/."""
 
-    text: Text | None = Field(None, min_length=1, description="the new text of the memory")
-    metadata: dict[str, Any] | None = Field(None, description="merged into the memory's metadata")
+    text: Content | None = Field(None, description="the new text of the memory")
+    metadata: Metadata | None = Field(None, description="merged into the memory's metadata")
     timestamp: int | float | str | None = Field(None, description="refused when set")
     expiration_date: str | None = Field(None, description="refused when set: memories do not expire")
 

@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from strataflow.service.schemas import Agent, Query, Strict
+from models.messages import SAFE_ID
+from strataflow.service.schemas import Agent, Metadata, QueryText, Strict
 
-Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00/]*$")]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=SAFE_ID)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 
@@ -28,8 +29,10 @@ class StoreOp(Strict):
     op: Literal["get", "put", "search", "list_namespaces"]
     namespace: list[Label] = Field(default_factory=list, max_length=20)
     key: Key | None = None
-    value: dict[str, Any] | None = Field(None, description="put: the item's value; null deletes the item")
-    query: Query | None = Field(None, description="search: what to look for (ranked by meaning and words)")
+    value: Metadata | None = Field(None, description="put: the item's value; null deletes the item")
+    query: QueryText | None = Field(
+        None, description="search: what to look for (ranked by meaning and words)"
+    )
     filter: dict[str, Any] | None = Field(
         None, description="search: value fields, each a value or {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin: ...}"
     )

@@ -64,7 +64,7 @@ from strataflow.service.schemas import Id
 router = APIRouter(prefix="/mem0", tags=["mem0-compatible"])
 SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
 QUEUED = "Memory processing has been queued for background execution"
-READ = error_responses(400, 401, 403, 404, 422, 429, 503)
+READ = error_responses()
 MAX_LISTED = 10_000  # get_all reads at most this many memories per scope (then pages them)
 
 

@@ -41,7 +41,7 @@ COMPARE = {
 }  # fmt: skip
 
 
-@router.post("/batch", response_model=StoreResults, responses=error_responses(400, 401, 403, 422, 429, 503))
+@router.post("/batch", response_model=StoreResults, responses=error_responses())
 def batch(body: StoreBatch, db: DbDep, caller: CallerDep, settings: SettingsDep) -> StoreResults:
     """Run the operations in order in one transaction; one result each (see StoreResults)."""
     body = body.model_copy(update={"agent": acting_agent(caller, body.agent)})
