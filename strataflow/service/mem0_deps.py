@@ -6,7 +6,7 @@ with their runs. No shapes (strataflow.service.mem0_shapes) and no storage (the 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Path, Query, Request
 from fastapi.security import APIKeyHeader
@@ -18,6 +18,7 @@ from strataflow.service.agents import acting_agent, bound_agent
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
+from strataflow.service.mem0_schemas import Mem0Filter
 from strataflow.service.schemas import Id
 from strataflow.service.session import Sessions
 
@@ -73,9 +74,9 @@ def item_id_of(memory_id: str) -> int:
     return int(memory_id)
 
 
-def checked_filter(filters: dict[str, Any] | None, caller: Caller, **top_level: str | None) -> Filter:
+def checked_filter(filters: Mem0Filter | None, caller: Caller, **top_level: str | None) -> Filter:
     try:
-        parsed = parse_filters(filters, **top_level)
+        parsed = parse_filters(filters.plain() if filters is not None else None, **top_level)
         scopes = parsed.scopes()
     except FilterError as exc:
         raise ApiError(400, str(exc), "filters", code="unsupported_filter") from None
@@ -102,5 +103,12 @@ def memories(
         (item, runs[item.id])
         for item in items
         if wanted is None
-        or wanted.matches({"user_id": item.subject, "agent_id": item.agent, "run_id": runs[item.id]})
+        or wanted.matches(
+            {
+                "user_id": item.subject,
+                "agent_id": item.agent,
+                "run_id": runs[item.id],
+                "app_id": caller.namespace,
+            }
+        )
     ]

@@ -1,10 +1,11 @@
 """mem0's entity filters (`filters=` of search and get_all), read into what strataflow can answer.
 
-Supported: the fields user_id (-> subject), agent_id (-> agent) and run_id (-> conversation); a field's
+Supported: the fields user_id (-> subject), agent_id (-> agent), run_id (-> conversation) and app_id (-> the
+namespace: it matches the key's namespace only); a field's
 condition is a value (equality), {"eq": v}, {"in": [v, ...]} or "*" (any value); conditions combine by
 listing several fields in one object (AND) or with {"AND": [...]} and {"OR": [...]}, nested. Anything else
-(app_id, other fields, NOT, ne/gt/contains/... operators) is refused with a FilterError (HTTP 400) that names
-it, never ignored.
+(other fields, NOT, ne/gt/contains/... operators) is refused with HTTP 400 naming it, never ignored: by the
+request model (strataflow.service.mem0_schemas.Mem0Filter) or here (FilterError).
 
 A filter is planned as its disjunctive normal form: a few clauses, each a set of allowed values per field.
 The route runs one search (or list) per (subject, agent) pair the clauses name (namespace-wide where a clause
@@ -17,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-FIELDS = ("user_id", "agent_id", "run_id")
-MAX_CLAUSES = 32
-MAX_SCOPES = 20
+FIELDS = ("user_id", "agent_id", "run_id", "app_id")  # app_id: the namespace (mem0's app)
+MAX_CLAUSES = 256
+MAX_SCOPES = 50
 ANY: frozenset[str] = frozenset({"*"})  # the wildcard: any non-null value
 
 
@@ -91,8 +92,6 @@ def _dnf(node: Any, where: str) -> list[Clause]:
                     branch = _and(branch, part)
         elif key in FIELDS:
             branch = [Clause({key: _condition(value, f"{where}.{key}")})]
-        elif key == "app_id":
-            raise FilterError(f"{where}.app_id: not supported (the API key's namespace is the app)")
         elif key == "NOT":
             raise FilterError(f"{where}.NOT: not supported (use AND, OR, eq and in)")
         else:

@@ -9,49 +9,96 @@ the result (see docs/integrations.md, "What is mapped").
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
-from strataflow.service.schemas import Content, Id, Metadata, QueryText, Strict, SubjectId
+from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
 Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
-Role = Annotated[str, StringConstraints(min_length=1, max_length=32)]
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+class EqCondition(Strict):
+    eq: SubjectId
+
+
+class InCondition(Strict):
+    in_: list[SubjectId] = Field(alias="in", min_length=1, max_length=10)
+
+
+Condition = SubjectId | EqCondition | InCondition  # a value ("*": any value), {"eq": v} or {"in": [...]}
+
+
+class FilterFields(Strict):
+    user_id: Condition | None = None
+    agent_id: Condition | None = None
+    run_id: Condition | None = None
+    app_id: Condition | None = Field(None, description="the namespace (mem0's app is the key's namespace)")
+
+
+class InnerFilter(FilterFields):
+    AND: list[FilterFields] | None = Field(None, max_length=5)
+    OR: list[FilterFields] | None = Field(None, max_length=5)
+
+
+class Mem0Filter(FilterFields):
+    """mem0's entity filters: fields with a value, {"eq": v}, {"in": [...]} or "*", combined in one object
+    (AND) or with AND / OR lists (two levels). Anything else is refused (400, naming it)."""
+
+    AND: list[InnerFilter] | None = Field(None, max_length=5)
+    OR: list[InnerFilter] | None = Field(None, max_length=5)
+
+    def plain(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class AddIds(Strict):
+    """The entity ids of an add given as filters (the typed options' way)."""
+
+    user_id: SubjectId
+    agent_id: SubjectId | None = None
+    run_id: Id | None = None
 
 
 class Mem0Message(Strict):
-    role: Role = Field(description="user, assistant or system (the canonical message roles)")
+    role: Role = Field(description="user, assistant, system or tool (the canonical message roles)")
     content: Content = Field(description="the message text")
-    name: Annotated[str, StringConstraints(max_length=255)] | None = Ignored
+    name: OptionalText | None = Ignored
+
+
+Turns = Annotated[list[Mem0Message], Field(min_length=1, max_length=MAX_ADD_MESSAGES)]
 
 
 class Mem0Add(Strict):
-    """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default."""
+    """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default; a user_id
+    is required (strataflow memories are about a user)."""
 
-    messages: list[Mem0Message] | Content = Field(
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"anyOf": [{"required": ["user_id"]}, {"required": ["filters"]}]}
+    )
+    messages: Turns | Content = Field(
         description="the conversation turns (or one text, read as a user message)"
     )
     user_id: SubjectId | None = Field(None, description="the user the memories are about (the subject)")
     agent_id: SubjectId | None = Field(None, description="the agent that owns them (strataflow agent)")
     run_id: Id | None = Field(None, description="the conversation (strataflow conversation_id)")
-    app_id: Id | None = Field(None, description="refused: the API key's namespace is the app")
+    app_id: Id | None = Field(None, description="ignored: the API key's namespace is the app")
     metadata: Metadata | None = Field(None, description="kept with each memory (or message)")
     infer: bool = Field(
         True,
         description="true: the messages go to L1 and the extract stage makes memories of them (the answer is "
         "an event, PENDING until then); false: each message's text is stored as a memory at once",
     )
-    filters: dict[str, Any] | None = Field(None, description="entity ids, as the typed options send them")
-    timestamp: int | None = Field(
-        None, description="the event time (Unix seconds) of the messages (infer=true)"
-    )
-    expiration_date: str | None = Field(None, description="refused when set: memories do not expire")
-    immutable: bool | None = Field(None, description="refused when true")
-    custom_categories: list[dict[str, Any]] | None = Ignored
+    filters: AddIds | None = Field(None, description="entity ids, as the typed options send them")
+    timestamp: None = Field(None, description="not supported (only null): the event time is now")
+    expiration_date: None = Field(None, description="not supported (only null): memories do not expire")
+    immutable: Literal[False] | None = Field(None, description="not supported (only false or null)")
+    custom_categories: list[Metadata] | None = Ignored
     custom_instructions: str | None = Ignored
     agent_custom_instructions: str | None = Ignored
-    structured_data_schema: dict[str, Any] | None = Ignored
+    structured_data_schema: Metadata | None = Ignored
     includes: str | None = Ignored
     excludes: str | None = Ignored
     output_format: str | None = Ignored
@@ -66,11 +113,7 @@ class Mem0Search(Strict):
     """POST /v3/memories/search/."""
 
     query: QueryText = Field(min_length=1, description="what to look for (any language)")
-    filters: dict[str, Any] | None = Field(
-        None,
-        description="user_id, agent_id, run_id: a value, {'eq': v}, {'in': [...]} or '*', combined with "
-        "AND / OR (400 for anything else)",
-    )
+    filters: Mem0Filter | None = Field(None, description="user_id, agent_id, run_id (see Mem0Filter)")
     top_k: int = Field(10, ge=1, le=100, description="how many results")
     threshold: float | None = Field(None, ge=0, le=1, description="the lowest score returned")
     user_id: SubjectId | None = Field(None, description="as filters={'user_id': ...} (older clients)")
@@ -91,7 +134,7 @@ class Mem0Search(Strict):
 class Mem0List(Strict):
     """POST /v3/memories/ (get_all; page and page_size come as query parameters)."""
 
-    filters: dict[str, Any] | None = Field(None, description="as for search")
+    filters: Mem0Filter | None = Field(None, description="as for search")
     page: int | None = Field(None, ge=1, description="the page (also a query parameter)")
     page_size: int | None = Field(None, ge=1, le=1000, description="memories per page (default 100)")
     latest_only: bool | None = Ignored
@@ -107,8 +150,8 @@ class Mem0Update(Strict):
 
     text: Content | None = Field(None, description="the new text of the memory")
     metadata: Metadata | None = Field(None, description="merged into the memory's metadata")
-    timestamp: int | float | str | None = Field(None, description="refused when set")
-    expiration_date: str | None = Field(None, description="refused when set: memories do not expire")
+    timestamp: None = Field(None, description="not supported (only null)")
+    expiration_date: None = Field(None, description="not supported (only null): memories do not expire")
 
 
 class Mem0Memory(BaseModel):

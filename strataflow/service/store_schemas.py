@@ -13,6 +13,7 @@ from strataflow.service.schemas import Agent, Metadata, QueryText, Strict
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=SAFE_ID)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+Namespace = Annotated[list[Label], Field(min_length=1, max_length=10)]
 PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 
 
@@ -21,25 +22,39 @@ class MatchCondition(Strict):
     path: list[PathLabel] = Field(max_length=20, description="labels; '*' matches any one label")
 
 
-class StoreOp(Strict):
-    """One BaseStore operation. get and put: namespace and key (put: value, null deletes); search:
-    namespace (the prefix), query, filter, limit, offset; list_namespaces: match_conditions, max_depth,
-    limit, offset."""
+class GetOp(Strict):
+    op: Literal["get"]
+    namespace: Namespace
+    key: Key
 
-    op: Literal["get", "put", "search", "list_namespaces"]
-    namespace: list[Label] = Field(default_factory=list, max_length=20)
-    key: Key | None = None
-    value: Metadata | None = Field(None, description="put: the item's value; null deletes the item")
-    query: QueryText | None = Field(
-        None, description="search: what to look for (ranked by meaning and words)"
-    )
-    filter: dict[str, Any] | None = Field(
-        None, description="search: value fields, each a value or {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin: ...}"
+
+class PutOp(Strict):
+    op: Literal["put"]
+    namespace: Namespace
+    key: Key
+    value: Metadata | None = Field(None, description="the item's value; null deletes the item")
+
+
+class SearchOp(Strict):
+    op: Literal["search"]
+    namespace: list[Label] = Field(default_factory=list, max_length=10, description="the prefix")
+    query: QueryText | None = Field(None, description="what to look for (meaning and words)")
+    filter: Metadata | None = Field(
+        None, description="value fields, each a value or {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin: ...}"
     )
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=10_000)
+
+
+class ListNamespacesOp(Strict):
+    op: Literal["list_namespaces"]
     match_conditions: list[MatchCondition] = Field(default_factory=list, max_length=10)
     max_depth: int | None = Field(None, ge=1, le=20)
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000)
+
+
+StoreOp = Annotated[GetOp | PutOp | SearchOp | ListNamespacesOp, Field(discriminator="op")]
 
 
 class StoreBatch(Strict):

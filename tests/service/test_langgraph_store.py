@@ -56,9 +56,8 @@ def test_put_get_search_filter_list_and_delete(
     store.delete(ns, "k1")
     assert store.get(ns, "k1") is None
     assert "k1" not in [h.key for h in store.search(ns, query="tea")]
-    with pytest.raises(StrataflowStoreError) as refused:
-        store.put(("memories",), "k9", {"content": "no user in this namespace"})
-    assert refused.value.status == 422
+    store.put((subject,), "k9", {"content": "a namespace of one label: the label is the user"})
+    assert [h.key for h in store.search((subject,))] == ["k9"]
 
 
 def test_isolation_by_the_key(api_url: str, tenants: dict[str, Tenant], subject: str) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy import Connection
@@ -59,7 +59,7 @@ from strataflow.service.mem0_schemas import (
     Mem0Search,
     Mem0Update,
 )
-from strataflow.service.schemas import Id
+from strataflow.service.schemas import Id, SubjectId
 
 router = APIRouter(prefix="/mem0", tags=["mem0-compatible"])
 SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
@@ -85,28 +85,17 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
     memories of them."""
     db, caller = session
     writer(caller)
-    ids = {
-        key: value for key, value in (body.filters or {}).items() if key in ("user_id", "agent_id", "run_id")
-    }
-    user_id, run_id = body.user_id or ids.get("user_id"), body.run_id or ids.get("run_id")
-    agent = acting_agent(caller, body.agent_id or ids.get("agent_id"))
-    if body.app_id is not None:
-        raise ApiError(400, "app_id is not supported: the API key's namespace is the app", "app_id")
-    if not isinstance(user_id, str) or not user_id:
+    ids = body.filters
+    user_id = body.user_id or (ids.user_id if ids else None)
+    run_id = body.run_id or (ids.run_id if ids else None)
+    agent = acting_agent(caller, body.agent_id or (ids.agent_id if ids else None))
+    if not user_id:
         raise ApiError(400, "user_id is required: strataflow memories are about a user (subject)", "user_id")
-    if body.expiration_date is not None or body.immutable:
-        raise ApiError(400, "expiration_date and immutable are not supported", "expiration_date")
     turns = [{"role": "user", "content": body.messages}] if isinstance(body.messages, str) else [
         message.model_dump(include={"role", "content"}) for message in body.messages
     ]  # fmt: skip
-    if not 1 <= len(turns) <= MAX_ADD_MESSAGES:
-        raise ApiError(422, f"messages: 1 to {MAX_ADD_MESSAGES} messages", "messages")
     if body.infer:
         return _queue(db, caller, settings, turns, user_id, agent, run_id, body)
-    if body.timestamp is not None:
-        raise ApiError(
-            400, "timestamp is supported with infer=true only (the event time of messages)", "timestamp"
-        )
     results = []
     for turn in turns:
         if turn["role"] == "system" or not turn["content"].strip():
@@ -145,7 +134,7 @@ def _queue(
     body: Mem0Add,
 ) -> Any:
     event_id = str(uuid.uuid4())
-    said = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp is not None else datetime.now(UTC)
+    said = datetime.now(UTC)
     records = [
         {
             "conversation_id": run_id or f"mem0-{event_id}",
@@ -287,8 +276,6 @@ def update(
     """A new text (the memory's name follows it) and/or metadata: a new version, the old one in history."""
     db, caller = session
     writer(caller)
-    if body.timestamp is not None or body.expiration_date is not None:
-        raise ApiError(400, "timestamp and expiration_date are not supported", "timestamp")
     written = api.update_memory(
         db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id),
         name=None if body.text is None else shapes.entry_name(body.text),
@@ -318,16 +305,17 @@ def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) 
 @router.delete("/v1/memories/", response_model=Mem0Done, responses=READ)
 def delete_all(
     session: Session,
-    user_id: Annotated[Id | None, Query()] = None,
-    agent_id: Annotated[Id | None, Query()] = None,
+    user_id: Annotated[SubjectId | None, Query()] = None,
+    agent_id: Annotated[SubjectId | None, Query()] = None,
     run_id: Annotated[Id | None, Query()] = None,
-    app_id: Annotated[Id | None, Query()] = None,
+    app_id: Annotated[Id | None, Query(description="the namespace (another app: nothing)")] = None,
 ) -> Mem0Done:
     """Delete the memories of a user / agent / run that the request may change (all of them: a key that may
     write the whole namespace)."""
     db, caller = session
-    if app_id is not None:
-        raise ApiError(400, "app_id is not supported: the API key's namespace is the app", "app_id")
+    if app_id not in (None, caller.namespace):
+        writer(caller)
+        return Mem0Done(message="Memories deleted successfully!")  # another app's: none here
     if user_id is None and agent_id is None and run_id is None:
         namespace_writer(caller, "deleting every memory")
     writer(caller)
@@ -348,18 +336,18 @@ def entities(session: Session) -> Mem0Entities:
 
 @router.delete("/v2/entities/{entity_type}/{name}/", response_model=Mem0Done, responses=READ)
 def delete_entity(
-    entity_type: Annotated[str, Path(max_length=16)],
-    name: Annotated[str, Path(max_length=512)],
+    entity_type: Annotated[Literal["user", "agent", "run", "app"], Path()],
+    name: Annotated[Id, Path()],
     session: Session,
 ) -> Mem0Done:
     """Delete every memory of a user, agent or run, whichever agent owns it (the client's delete_users and
     reset): a key that may write the whole namespace."""
     db, caller = session
     namespace_writer(caller, "deleting an entity")
-    scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id"}.get(entity_type)
-    if scope is None:
-        raise ApiError(
-            400, f"entity type {entity_type!r} is not supported (user, agent or run)", "entity_type"
-        )
+    if entity_type == "app":  # the namespace itself: everything in it (another app: nothing here)
+        if name == caller.namespace:
+            item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True)
+        return Mem0Done(message="Entity deleted successfully.")
+    scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id"}[entity_type]
     item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True, **{scope: name})
     return Mem0Done(message="Entity deleted successfully.")
