@@ -76,7 +76,13 @@ class Mem0Add(Strict):
     is required (strataflow memories are about a user)."""
 
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"anyOf": [{"required": ["user_id"]}, {"required": ["filters"]}]}
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["user_id"], "properties": {"user_id": {"type": "string"}}},
+                {"required": ["filters"], "properties": {"filters": {"type": "object"}}},
+            ]
+        },
     )
     messages: Turns | Content = Field(
         description="the conversation turns (or one text, read as a user message)"

@@ -297,8 +297,8 @@ def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -
 def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> list[Mem0HistoryEntry]:
     db, caller = session
     agent, item_id = acting_agent(caller, agent_id), item_id_of(memory_id)
+    item = api.get_memory(db, caller.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
     versions = api.memory_history(db, caller.namespace, item_id, agent_id=agent)
-    item = api.get_memory(db, caller.namespace, item_id, agent_id=agent, include_deleted=True)
     return shapes.history_of(item, versions)
 
 
