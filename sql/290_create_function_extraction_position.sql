@@ -2,7 +2,8 @@
 -- analysts): the mem0-compatible API answers whether an `add(..., infer=True)` has been extracted yet (its
 -- event turns SUCCEEDED once the extract stage's watermark of the subject has passed the messages' ingest_seq).
 -- security definer, so the caller needs no grant on watermarks; it answers only for a namespace the calling
--- role may see (a role given explicitly must be one the session's login role is a member of, as in 101).
+-- role may see: the row-level security rule, as strataflow_may_write_namespace (101) states it for every role
+-- (a role given explicitly must be one the session's login role is a member of).
 create function strataflow_extraction_position(
     p_namespace text, p_subject_id text, p_caller name default current_user
 ) returns bigint
@@ -10,12 +11,7 @@ language sql stable security definer set search_path = public, pg_temp as $$
     select w.position
     from watermarks as w
     where w.stage = 'extract' and w.namespace = p_namespace and w.scope = p_subject_id
-        and pg_has_role(session_user, p_caller, 'member')
-        and (
-            (select r.rolsuper from pg_roles as r where r.rolname = p_caller)
-            or pg_has_role(p_caller, 'strataflow_pipeline', 'member')
-            or p_namespace in (select strataflow_visible_namespaces(p_caller))
-        )
+        and strataflow_may_write_namespace(p_namespace, p_caller)
 $$;
 revoke all on function strataflow_extraction_position(text, text, name) from public;
 grant execute on function strataflow_extraction_position(text, text, name)

@@ -115,7 +115,18 @@ class Mem0Add(Strict):
     project_id: str | None = Ignored
 
 
-class Mem0Search(Strict):
+class ReadOptions(Strict):
+    """Options of search and get_all that strataflow accepts and ignores."""
+
+    latest_only: bool | None = Ignored
+    show_expired: bool | None = Ignored
+    version: str | None = Ignored
+    output_format: str | None = Ignored
+    org_id: str | None = Ignored
+    project_id: str | None = Ignored
+
+
+class Mem0Search(ReadOptions):
     """POST /v3/memories/search/."""
 
     query: QueryText = Field(min_length=1, description="what to look for (any language)")
@@ -129,26 +140,14 @@ class Mem0Search(Strict):
     keyword_search: bool | None = Ignored
     fields: list[str] | None = Ignored
     reference_date: str | int | None = Ignored
-    latest_only: bool | None = Ignored
-    show_expired: bool | None = Ignored
-    version: str | None = Ignored
-    output_format: str | None = Ignored
-    org_id: str | None = Ignored
-    project_id: str | None = Ignored
 
 
-class Mem0List(Strict):
+class Mem0List(ReadOptions):
     """POST /v3/memories/ (get_all; page and page_size come as query parameters)."""
 
     filters: Mem0Filter | None = Field(None, description="as for search")
     page: int | None = Field(None, ge=1, description="the page (also a query parameter)")
     page_size: int | None = Field(None, ge=1, le=1000, description="memories per page (default 100)")
-    latest_only: bool | None = Ignored
-    show_expired: bool | None = Ignored
-    version: str | None = Ignored
-    output_format: str | None = Ignored
-    org_id: str | None = Ignored
-    project_id: str | None = Ignored
 
 
 class Mem0Update(Strict):
