@@ -9,6 +9,9 @@ subprocess, and measures with an HTTP client:
   calls in this process (strataflow.retrieval.context.build_context in a transaction as the key's role, as
   the server runs it), interleaved with the HTTP calls so both see the same machine load;
   `ratio` = HTTP context p95 / in-process p95;
+- `mem0_search_*_ms`: the mem0-compatible search (POST /mem0/v3/memories/search/ with filters={"user_id": S},
+  `Authorization: Token KEY`, as mem0's client sends it) for the same subjects and questions, one client:
+  the one ranking over the subject's L2 items plus the mem0 shapes;
 - `write_*_ms`: POST /v1/messages with one new message, one client (validation, enrichment, key + message
   insert, commit; no embedding);
 - `rps_1`, `rps_c`: context requests per second with one client and with C concurrent clients, `p95_c_ms`
@@ -16,7 +19,8 @@ subprocess, and measures with an HTTP client:
   concurrent phase (above 1: more than one core works);
 - `errors`: responses other than 200 in every phase.
 
-Prints one JSON line last. Targets: ratio <= 1.5, context p95 <= 40 ms (at 1M rows), write p95 <= 10 ms,
+Prints one JSON line last. Targets: ratio <= 1.5, context p95 and mem0_search p95 <= 40 ms (at 1M rows),
+write p95 <= 10 ms,
 rps_c >= 1.5 x rps_1, errors 0.
 """
 
@@ -131,6 +135,22 @@ def time_context(
     return http_ms, inprocess_ms
 
 
+def time_mem0_search(
+    url: str, key: str, queries: list[tuple[str, str]], warmup: int, counter: Counter
+) -> list[float]:
+    """ms of the mem0-compatible search for each (subject, question), as mem0's client calls it."""
+    timings = []
+    headers = {"Authorization": f"Token {key}"}
+    with httpx.Client(base_url=f"{url}/mem0", headers=headers, timeout=120) as client:
+        for n, (subject, query) in enumerate(queries):
+            body = {"query": query, "filters": {"user_id": subject}, "top_k": 10}
+            started = time.perf_counter()
+            counter.check(client.post("/v3/memories/search/", json=body))
+            if n >= warmup:
+                timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
 def time_writes(
     client: httpx.Client, scopes: int, rng: random.Random, calls: int, warmup: int, counter: Counter
 ) -> list[float]:
@@ -209,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
             http_ms, inprocess_ms = time_context(settings, client, queries, 20, counter)
             write_ms = time_writes(client, scopes, rng, args.calls, 10, counter)
+        mem0_ms = time_mem0_search(url, key, queries, 20, counter)
         rps_1, _ = throughput(url, key, queries, 1, args.seconds, counter)
         cpu_before, wall_before = tree_cpu_s(server.pid), time.monotonic()
         rps_c, timings_c = throughput(url, key, queries, args.clients, args.seconds, counter)
@@ -228,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                 "inprocess_p50_ms": percentile(inprocess_ms, 50),
                 "inprocess_p95_ms": percentile(inprocess_ms, 95),
                 "ratio": round(context_p95 / max(percentile(inprocess_ms, 95), 1e-9), 3),
+                "mem0_search_p50_ms": percentile(mem0_ms, 50),
+                "mem0_search_p95_ms": percentile(mem0_ms, 95),
                 "write_p50_ms": percentile(write_ms, 50),
                 "write_p95_ms": percentile(write_ms, 95),
                 "rps_1": round(rps_1, 1),

@@ -109,7 +109,7 @@ def save(
         try:
             return create_memory(
                 conn, namespace, subject, kind, normalize_key(key), _parse_value(value), statement=statement,
-                agent_id=agent, category=category, importance=importance,
+                agent_id=agent, category=category, importance=importance, settings=settings_or_exit(),
             )  # fmt: skip
         except MemoryConflict as exc:
             raise UserError(
@@ -153,6 +153,7 @@ def update(
             statement=statement,
             category=category,
             importance=importance,
+            settings=settings_or_exit(),
         )
     )
     _emit(result.model_dump(mode="json"))

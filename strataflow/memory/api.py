@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from models.memory_items import MemoryItem, MemoryPage, MemoryVersion, MemoryWrite
+from strataflow.config import Settings
 from strataflow.memory import store
 from strataflow.memory.item_fields import (
     checked_fields,
@@ -167,11 +168,13 @@ def create_memory(
     importance: int | None = None,
     confidence: float = 1.0,
     metadata: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> MemoryWrite:
     """Create an item in the (subject, agent) scope; MemoryConflict when its name is taken there.
 
     type: a seed 003 type or a kind. value: the content (any JSON value; a text value is also the statement
-    unless `statement` is given, any other value reads `key words: value`)."""
+    unless `statement` is given, any other value reads `key words: value`). settings: embed the item in the
+    same write (every surface passes them, so a saved item is found by meaning at once)."""
     kind, seed_type = resolve_type(type)
     key = name_key(name)
     statement = statement if statement is not None else default_statement(key, value)
@@ -183,7 +186,7 @@ def create_memory(
         conn, namespace=namespace, subject_id=subject_id, agent_id=agent_id, kind=kind, key=key, value=value,
         statement=statement, category=category, importance=importance, confidence=confidence,
         source="manual", event_at=write_time(current["valid_from"] if current else None), metadata=metadata,
-        name=name, description=description, entry_type=seed_type, is_shared=shared,
+        name=name, description=description, entry_type=seed_type, is_shared=shared, settings=settings,
     )  # fmt: skip
     row = _by_identity(conn, namespace, subject_id, agent_id, kind, key)
     assert row is not None
@@ -206,10 +209,12 @@ def update_memory(
     confidence: float | None = None,
     shared: bool | None = None,
     metadata: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> MemoryWrite:
     """Change the given fields of a visible, active item (a new version; a new name is a new key):
     MemoryNotFound, MemoryForbidden for another agent's item, MemoryConflict when the new name is taken.
-    A new value without a statement gets the default statement of the value."""
+    A new value without a statement gets the default statement of the value; settings: embed a changed
+    statement in the same write."""
     row = _changeable(conn, namespace, item_id, agent_id)
     kind, seed_type = resolve_type(type) if type is not None else (row["kind"], store.KEEP)
     new_value = row["value"] if value is UNSET else value
@@ -234,7 +239,7 @@ def update_memory(
         event_at=write_time(row["valid_from"]), metadata=metadata, item_id=item_id,
         name=new_name if name is not None or row["name"] else store.KEEP,
         description=new_description if description is not None else store.KEEP,
-        entry_type=seed_type, is_shared=shared if shared is not None else store.KEEP,
+        entry_type=seed_type, is_shared=shared if shared is not None else store.KEEP, settings=settings,
     )  # fmt: skip
     return MemoryWrite(action=action, item=get_memory(conn, namespace, item_id, agent_id=agent_id))
 

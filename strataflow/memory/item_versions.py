@@ -3,7 +3,8 @@
 strataflow.memory.store decides what a statement does to an item (the rules in its docstring); this module
 reads the item's current row under a row lock and writes the outcome: a new item, a replaced current version
 (close the old one, update the row, record the new one) or a version kept only in history. The row is the
-parameter dict the store builds (value as JSON, full-text parts, entry fields already resolved).
+parameter dict the store builds (value as JSON, full-text parts, entry fields already resolved, and the
+embedding when the store computed one: a null embedding keeps the row's own unless the statement changed).
 
 History is written through security definer functions (sql/101): agent roles have no direct write on
 memory_item_versions; the functions take namespace, subject, kind and key from the item itself.
@@ -38,11 +39,12 @@ INSERT_ITEM = text(
     f"""
     insert into memory_items (namespace, subject_id, agent_id, kind, key, value, statement, category,
         importance, confidence, source, version, valid_from, fts, source_message_ids, metadata, run_id,
-        prompt_version, model, name, description, entry_type, is_shared)
+        prompt_version, model, name, description, entry_type, is_shared, embedding, embedding_model)
     values (:namespace, :subject_id, :agent_id, :kind, :key, cast(:value as jsonb), :statement, :category,
         :importance, :confidence, :source, 1, :event_at, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
         :source_message_ids, cast(:metadata as jsonb), :run_id, :prompt_version, :model, :name, :description,
-        :entry_type, coalesce(cast(:is_shared as boolean), false))
+        :entry_type, coalesce(cast(:is_shared as boolean), false), cast(:embedding as vector),
+        :embedding_model)
     on conflict (namespace, subject_id, agent_id, kind, key) do nothing
     returning item_id
     """
@@ -53,8 +55,10 @@ UPDATE_ITEM = text(
         value = cast(:value as jsonb), statement = :statement, category = :category, importance = :importance,
         confidence = :confidence, status = :status, source = :source, version = :version,
         valid_from = :event_at, recorded_at = now(), updated_at = now(),
-        embedding = case when statement is distinct from :statement then null else embedding end,
-        embedding_model = case when statement is distinct from :statement then null else embedding_model end,
+        embedding = case when cast(:embedding as vector) is not null then cast(:embedding as vector)
+            when statement is distinct from :statement then null else embedding end,
+        embedding_model = case when cast(:embedding as vector) is not null then :embedding_model
+            when statement is distinct from :statement then null else embedding_model end,
         fts = {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
         source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
         run_id = :run_id, prompt_version = :prompt_version, model = :model,

@@ -18,8 +18,10 @@ knowledge). Rules (issue 5 item 4, seed 004):
   default) keeps the current value, None clears it. An update by item_id may also change the item's kind
   and key (a renamed entry).
 
-The caller owns the transaction. Embeddings are left null for strataflow/pipeline/embed.py to fill (and reset
-to null when the statement changes); the full-text vector is computed here. The SQL that reads the current row
+The caller owns the transaction. Given settings, a write that makes a new statement current embeds it in the
+same write (strataflow.memory.item_embedding), so the item is found by meaning at once; without, the embedding
+is left null for strataflow/pipeline/embed.py to fill (and reset to null when the statement changes). The
+full-text vector is computed here. The SQL that reads the current row
 and writes items and versions is in strataflow.memory.item_versions.
 """
 
@@ -35,6 +37,8 @@ from sqlalchemy import Connection
 
 from models.common import DEFAULT_IMPORTANCE, MemoryKind
 from models.vocabulary import SNAKE_KEY
+from strataflow.config import Settings
+from strataflow.memory.item_embedding import item_vector
 from strataflow.memory.item_versions import (
     CurrentItem,
     history_has_value,
@@ -91,12 +95,14 @@ def upsert_item(
     entry_type: str | None = KEEP,
     is_shared: bool = KEEP,
     item_id: int | None = None,
+    settings: Settings | None = None,
 ) -> str:
     """Write one statement about (kind, key) in the agent's scope and return what happened: new,
     content_modified, modified, unchanged, kept_older or manual_protected (see the module docstring).
 
     With item_id, that item is the current one (it must exist), and kind and key may differ from its own: the
-    new version renames it (the caller checks that the new identity is free)."""
+    new version renames it (the caller checks that the new identity is free). With settings, a new current
+    statement is embedded in the same write."""
     if source not in ("extracted", "manual"):
         raise ValueError(f"memory item {kind}:{key}: source must be 'extracted' or 'manual', not {source!r}")
     kind = MemoryKind(kind).value
@@ -115,6 +121,7 @@ def upsert_item(
         current = select_current(conn, row)
     if current is None:
         _entry_fields(row, None)
+        _embedding(conn, row, None, settings)
         item_id = insert_item(conn, row)
         if item_id is not None:
             record_version(conn, row, item_id, 1, NEW)
@@ -126,6 +133,7 @@ def upsert_item(
     if current.status == "deleted":
         if event_at <= current.valid_from:
             return _keep_in_history(conn, row, current, KEPT_OLDER, "older than the deletion; not restored")
+        _embedding(conn, row, current, settings)
         return replace_current(conn, row, current, NEW)
     if same_value and _same_details(current, row):
         return UNCHANGED
@@ -139,6 +147,7 @@ def upsert_item(
         return _keep_in_history(
             conn, row, current, MANUAL_PROTECTED, "extracted value kept out of a manually edited item"
         )
+    _embedding(conn, row, current, settings)
     return replace_current(conn, row, current, MODIFIED if same_value else CONTENT_MODIFIED)
 
 
@@ -215,7 +224,21 @@ def _row(
         "run_id": run_id,
         "prompt_version": prompt_version,
         "model": model,
+        "embedding": None,  # null: the row keeps its embedding unless its statement changes
+        "embedding_model": None,
     }
+
+
+def _embedding(
+    conn: Connection, row: dict[str, Any], current: CurrentItem | None, settings: Settings | None
+) -> None:
+    """Embed the row's statement when it becomes current and differs from the current one (a new item, a
+    changed statement); nothing without settings."""
+    if settings is None or (current is not None and current.statement == row["statement"]):
+        return
+    row["embedding"], row["embedding_model"] = item_vector(
+        conn, settings, row["statement"], row["key"], row["raw_value"]
+    )
 
 
 def _value_text(value: Any) -> str:

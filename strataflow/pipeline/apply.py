@@ -10,8 +10,9 @@ extraction (strataflow/pipeline/extract.py), hot memory's typed items (hot_memor
 - Metadata: `{"approximate": true}` when the model said the number is approximate, plus the caller's extra
   metadata (save_info: `{"via": "save_info"}`).
 - The write is strataflow.memory.store.upsert_item (source "extracted": an unchanged value writes nothing, a
-  newer one wins, a manual item is never overwritten); an unchanged item records the confirming model and
-  run (strataflow.memory.confirmations: a reprocess by another model).
+  newer one wins, a manual item is never overwritten; given settings, a written item is embedded at once); an
+  unchanged item records the confirming model and run (strataflow.memory.confirmations: a reprocess by
+  another model).
 
 The caller owns the transaction.
 """
@@ -28,6 +29,7 @@ from sqlalchemy import Connection
 
 from models.common import MemoryKind
 from models.llm import ExtractedItem
+from strataflow.config import Settings
 from strataflow.memory import store
 from strataflow.memory.confirmations import confirm_item
 
@@ -88,9 +90,11 @@ def apply_extracted(
     kinds: frozenset[str] | None = None,
     l1_ids: bool = True,
     metadata: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> Applied:
     """Upsert the answer's items into the subject's L2 (rules: module docstring). cites: prompt message id ->
-    event time of the messages an item may rest on; l1_ids: those ids are L1 message ids (lineage)."""
+    event time of the messages an item may rest on; l1_ids: those ids are L1 message ids (lineage); settings:
+    embed each written item in the same write (found by meaning with no embed run in between)."""
     applied = Applied(items=[])
     for item in items:
         sources = usable_sources(item, cites, kinds)
@@ -109,7 +113,7 @@ def apply_extracted(
             importance=item.importance, confidence=item.confidence, source="extracted",
             event_at=max(cites[i] for i in sources), source_message_ids=sources if l1_ids else (),
             run_id=lineage.run_id, prompt_version=lineage.prompt_version, model=lineage.model,
-            metadata=extra or None,
+            metadata=extra or None, settings=settings,
         )  # fmt: skip
         confirmed = action == store.UNCHANGED and confirm_item(
             conn,

@@ -5,7 +5,9 @@ decided; the embed stage reads it, and expiry and forget hash it to find the emb
 use, embedding_cache_prune):
 conversation_messages -> content as written (no speaker or time prefix: a retrieval recipe that wants one
 is measured in the retrieval bench, and would change the text hash, so the cache, for every row);
-memory_items (and their versions) -> statement, trimmed (or "key words: value" when there is none);
+memory_items (and their versions) -> strataflow.memory.item_embedding.ITEM_TEXT: the statement, trimmed (or
+"key words: value" when there is none); an item is embedded when it is written, so this stage finds only
+items written without settings;
 weekly_reports (and their revisions) -> summary; insights -> statement; asset_chunks -> content.
 
 Rows are read in pages of PAGE_BATCHES x embed_batch_size (keyset on a unique, indexed column): cache
@@ -34,6 +36,7 @@ from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.hashes import content_hash_sql
 from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
+from strataflow.memory.item_embedding import ITEM_TEXT
 from strataflow.pipeline.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -44,14 +47,7 @@ PAGE_BATCHES = 4
 
 
 # The text embedded for one row of a table, as SQL over the row's columns (prefixed by {r}, an alias and a
-# dot, or nothing). An item's statement is trimmed of white space (ASCII, no-break and ideographic spaces);
-# an item without one is "its key in words: its value" (a string value as it is, any other as JSON text).
-ITEM_TEXT = (
-    "coalesce(nullif(btrim({r}statement, E' \\t\\n\\r\\f\\u000b\\u00a0\\u3000'), ''), "
-    "replace({r}key, '_', ' ') || ': ' || "
-    "case when jsonb_typeof({r}value) = 'string' then {r}value #>> '{{}}' "
-    "else coalesce(cast({r}value as text), 'null') end)"
-)
+# dot, or nothing).
 EMBEDDED_TEXT: dict[str, str] = {
     "conversation_messages": "{r}content",
     "memory_items": ITEM_TEXT,

@@ -207,8 +207,9 @@ def _extract_scope(
             }  # the subject's turns
             with conn.begin():
                 applied = apply_extracted(
-                    conn, scope.namespace, scope.subject_id, output.items, cites, lineage
-                )
+                    conn, scope.namespace, scope.subject_id, output.items, cites, lineage,
+                    settings=gateway.settings,
+                )  # fmt: skip
                 count_applied(applied, scope, result)
                 refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:

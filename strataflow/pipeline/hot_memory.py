@@ -143,15 +143,16 @@ def refresh_scope(
                 conn, **identity, value={"summary": output.summary, "messages": len(rows)},
                 statement=output.summary, importance=50, confidence=1.0, source="extracted",
                 event_at=max(cites.values()), source_message_ids=sources, run_id=lineage.run_id,
-                prompt_version=PROMPT_VERSION, model=model,
+                prompt_version=PROMPT_VERSION, model=model, settings=gateway.settings,
             )  # fmt: skip
             if action == store.UNCHANGED:  # a recompute by another model: record who confirmed it
                 confirm_item(
                     conn, **identity, model=model, prompt_version=PROMPT_VERSION, run_id=lineage.run_id
                 )
             typed = apply_extracted(
-                conn, scope.namespace, scope.subject_id, output.items, cites, lineage, kinds=HOT_KINDS
-            )
+                conn, scope.namespace, scope.subject_id, output.items, cites, lineage, kinds=HOT_KINDS,
+                settings=gateway.settings,
+            )  # fmt: skip
             if typed.changed:  # status items are the projects of the seed 002 work document
                 refresh_documents(conn, scope.namespace, scope.subject_id)
             result.items_written += typed.changed

@@ -72,8 +72,9 @@ def save_exchange(
             result.extracted_info.setdefault(item.key, item.value)
     lineage = Lineage(None, extract.PROMPT_VERSION, gateway.model_for(extract.STAGE))
     applied = apply_extracted(
-        conn, namespace, subject_id, fresh, cites, lineage, l1_ids=False, metadata={"via": "save_info"}
-    )
+        conn, namespace, subject_id, fresh, cites, lineage, l1_ids=False, metadata={"via": "save_info"},
+        settings=settings,
+    )  # fmt: skip
     lang = detect_lang(user_message)
     for entry in applied.items:
         result.actions[entry.item.key] = entry.action

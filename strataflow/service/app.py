@@ -31,13 +31,22 @@ from strataflow.service import docs_pages, errors, openapi
 from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
-from strataflow.service.routes import context, health, memories, messages, profiles, tools
+from strataflow.service.routes import context, health, mem0, memories, messages, profiles, store, tools
 from strataflow.service.server import GuardedH11Protocol
 from strataflow.service.session import KNOWN_KEYS_EVERY_S, Sessions
 
 logger = logging.getLogger(__name__)
 
-ROUTERS = (health.router, messages.router, context.router, memories.router, profiles.router, tools.router)
+ROUTERS = (
+    health.router,
+    messages.router,
+    context.router,
+    memories.router,
+    profiles.router,
+    tools.router,
+    mem0.router,
+    store.router,
+)
 
 
 def warm_up(settings: Settings) -> None:
@@ -150,7 +159,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Three-layer memory for agents: messages in, context out, seed 003 entries, seed 002 "
         "profiles, seed 000 tools. Authenticate with `Authorization: Bearer KEY` (strataflow access "
         "create-key); the key's role decides the namespace (X-Namespace picks one of several), a key made "
-        'with --agent acts as that agent. Errors are {"error": {"code", "message", "field"}}.',
+        'with --agent acts as that agent. Errors are {"error": {"code", "message", "field"}}. Under /mem0: '
+        "the paths of mem0's platform API for mem0's own client (docs/integrations.md).",
         lifespan=lifespan,
         dependencies=[Depends(strict_json_body)],
         docs_url=None,

@@ -182,7 +182,7 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         with session(ctx, write=True) as (conn, caller):
             saved = api.create_memory(
                 conn, caller.namespace, subject, type, name, content, description=description,
-                agent_id=caller.agent_for(agent), shared=shared,
+                agent_id=caller.agent_for(agent), shared=shared, settings=settings,
             )  # fmt: skip
         return json_answer(saved.item.model_dump(mode="json"))
 
@@ -221,6 +221,7 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
             updated = api.update_memory(
                 conn, caller.namespace, id, agent_id=caller.agent_for(agent), type=type, name=name,
                 description=description, value=api.UNSET if content is None else content, shared=shared,
+                settings=settings,
             )  # fmt: skip
         return json_answer(updated.item.model_dump(mode="json"))
 

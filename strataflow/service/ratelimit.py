@@ -33,8 +33,9 @@ SLOTS = 8192
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last refill (time.monotonic: one clock per machine)
 EMPTY = bytes(16)
 PROBES = 32
-KEY_PREFIX = re.compile(rb"^\s*[Bb][Ee][Aa][Rr][Ee][Rr]\s+(sf_[0-9a-f]{8})_")
-LIMITED_PATHS = ("/v1/", "/mcp")
+# Bearer KEY, or Token KEY as mem0's client sends it to /mem0
+KEY_PREFIX = re.compile(rb"^\s*(?:[Bb][Ee][Aa][Rr][Ee][Rr]|[Tt][Oo][Kk][Ee][Nn])\s+(sf_[0-9a-f]{8})_")
+LIMITED_PATHS = ("/v1/", "/mcp", "/mem0/")
 KNOWN_KEYS = 10_000  # accepted key prefixes remembered per process
 
 

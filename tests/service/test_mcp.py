@@ -182,4 +182,4 @@ def test_the_http_mcp_endpoint_needs_a_key_and_serves_the_same_tools(
     _, [(_, disabled)] = asyncio.run(run(tenants["alpha"].key, [("profile_get", {"subject": subject})]))
     assert json.loads(disabled)["user_memory"] is None  # a disabled document is left out of tool answers
     _, [(failed, text)] = asyncio.run(run(tenants["beta"].key, [("memory_recall", {"query": "wiki"})]))
-    assert not failed and text == ""
+    assert not failed and "wiki" not in text  # beta's own entries (embedded when saved) may match by meaning

@@ -28,11 +28,11 @@ READ = WRITE = error_responses()
 
 
 @router.post("", response_model=MemoryItem, status_code=201, responses=WRITE)
-def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep) -> MemoryItem:
+def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep, settings: SettingsDep) -> MemoryItem:
     """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead)."""
     return api.create_memory(
         db, caller.namespace, body.subject, body.type, body.name, body.content, description=body.description,
-        agent_id=caller.agent_for(body.agent), shared=body.shared, metadata=body.metadata,
+        agent_id=caller.agent_for(body.agent), shared=body.shared, metadata=body.metadata, settings=settings,
     ).item  # fmt: skip
 
 
@@ -67,14 +67,19 @@ def get_memory(item_id: ItemPath, db: DbDep, caller: CallerDep, agent: AgentQuer
 
 @router.patch("/{item_id:int}", response_model=MemoryItem, responses=WRITE)
 def patch_memory(
-    item_id: ItemPath, body: MemoryPatch, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
+    item_id: ItemPath,
+    body: MemoryPatch,
+    db: WriterDep,
+    caller: CallerDep,
+    settings: SettingsDep,
+    agent: AgentQuery = None,
 ) -> MemoryItem:
     """Change type, name, description, content, sharing or metadata (a new version each time); 403 for
     another agent's entry."""
     return api.update_memory(
         db, caller.namespace, item_id, agent_id=caller.agent_for(agent), type=body.type, name=body.name,
         description=body.description, value=api.UNSET if body.content is None else body.content,
-        shared=body.shared, metadata=body.metadata,
+        shared=body.shared, metadata=body.metadata, settings=settings,
     ).item  # fmt: skip
 
 

@@ -1,0 +1,114 @@
+"""The request side of the mem0-compatible API (strataflow.service.routes.mem0): the session of a request
+(`Authorization: Token KEY` as mem0's client sends it, or `Bearer KEY`; the same Sessions as every route, so
+the same roles, namespaces and rate limit), who may write, the filters of a request, and reading items
+with their runs. No shapes (strataflow.service.mem0_shapes) and no storage (the one L2 API)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Header, Path, Query, Request
+from fastapi.security import APIKeyHeader
+from sqlalchemy import Connection
+
+from models.memory_items import MemoryItem
+from strataflow.memory import item_sets
+from strataflow.service.agents import acting_agent, bound_agent
+from strataflow.service.errors import ApiError
+from strataflow.service.keys import Caller
+from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
+from strataflow.service.mem0_schemas import Mem0Filter
+from strataflow.service.schemas import Id
+from strataflow.service.session import Sessions
+
+# The OpenAPI security scheme of every /mem0 operation (components.securitySchemes.mem0Token); a request
+# without a usable key is refused by the session (401), never by FastAPI.
+TOKEN = APIKeyHeader(
+    name="Authorization",
+    auto_error=False,
+    scheme_name="mem0Token",
+    description="`Token KEY` as mem0's client sends it (or `Bearer KEY`), a key from `strataflow access "
+    "create-key NAME --role ROLE [--agent AGENT_ID]`.",
+)
+
+
+def api_key(authorization: str | None) -> str | None:
+    """The key of `Authorization: Token KEY` (mem0's client) or `Bearer KEY`."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    return token.strip() if scheme.lower() in ("token", "bearer") and token.strip() else None
+
+
+def open_session(
+    request: Request,
+    authorization: Annotated[str | None, Depends(TOKEN)],
+    x_namespace: Annotated[
+        str | None, Header(max_length=512, description="the namespace, when the key's role has several")
+    ] = None,
+) -> Iterator[tuple[Connection, Caller]]:
+    sessions: Sessions = request.app.state.sessions
+    with sessions.open(api_key(authorization), x_namespace) as session:
+        yield session
+
+
+Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
+AgentParam = Annotated[Id | None, Query(description="act as this agent (default: the key's own)")]
+MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
+
+
+def writer(caller: Caller) -> None:
+    if caller.kind != "agent":
+        raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
+
+
+def namespace_writer(caller: Caller, what: str) -> None:
+    """A request that changes every agent's memories: a writer key bound to no agent."""
+    writer(caller)
+    if bound_agent(caller) is not None:
+        raise ApiError(403, f"{what} needs a key that may write the whole namespace, not an agent's key")
+
+
+def item_id_of(memory_id: str) -> int:
+    if not memory_id.isdigit() or len(memory_id) > 18:
+        raise ApiError(404, f"no memory {memory_id!r}", "memory_id")
+    return int(memory_id)
+
+
+def checked_filter(filters: Mem0Filter | None, caller: Caller, **top_level: str | None) -> Filter:
+    try:
+        parsed = parse_filters(filters.plain() if filters is not None else None, **top_level)
+        scopes = parsed.scopes()
+    except FilterError as exc:
+        raise ApiError(400, str(exc), "filters", code="unsupported_filter") from None
+    for _, agents in scopes:
+        for agent in agents or ():
+            acting_agent(caller, agent)
+    return parsed
+
+
+def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
+    """The agents to read as: the key's own, else those the filter names (each sees its private items)."""
+    if agents and bound_agent(caller) is None:
+        return [*sorted(agents)]
+    return [acting_agent(caller, None)]
+
+
+def memories(
+    db: Connection, caller: Caller, items: list[MemoryItem], wanted: Filter | None = None
+) -> list[tuple[MemoryItem, str | None]]:
+    """The items with their run ids, distinct, kept when they match the filter."""
+    items = list({item.id: item for item in items}.values())
+    runs = item_sets.item_conversations(db, caller.namespace, items)
+    return [
+        (item, runs[item.id])
+        for item in items
+        if wanted is None
+        or wanted.matches(
+            {
+                "user_id": item.subject,
+                "agent_id": item.agent,
+                "run_id": runs[item.id],
+                "app_id": caller.namespace,
+            }
+        )
+    ]

@@ -1,0 +1,276 @@
+"""Bodies and answers of the mem0-compatible API (strataflow.service.routes.mem0), shaped as mem0's platform
+API and its official client (mem0ai 2.2.1, mem0/client/main.py) send and read them.
+
+Request bodies name every field the client may send; the ones strataflow has no equivalent for are either
+ignored (say so in their description) or refused with 400 by the route when given a value that would change
+the result (see docs/integrations.md, "What is mapped").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
+
+MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
+Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
+Role = Literal["user", "assistant", "system", "tool"]
+
+
+class EqCondition(Strict):
+    eq: SubjectId
+
+
+class InCondition(Strict):
+    in_: list[SubjectId] = Field(alias="in", min_length=1, max_length=10)
+
+
+Condition = SubjectId | EqCondition | InCondition  # a value ("*": any value), {"eq": v} or {"in": [...]}
+
+
+class FilterFields(Strict):
+    user_id: Condition | None = None
+    agent_id: Condition | None = None
+    run_id: Condition | None = None
+    app_id: Condition | None = Field(None, description="the namespace (mem0's app is the key's namespace)")
+
+
+class InnerFilter(FilterFields):
+    AND: list[FilterFields] | None = Field(None, max_length=5)
+    OR: list[FilterFields] | None = Field(None, max_length=5)
+
+
+class Mem0Filter(FilterFields):
+    """mem0's entity filters: fields with a value, {"eq": v}, {"in": [...]} or "*", combined in one object
+    (AND) or with AND / OR lists (two levels). Anything else is refused (400, naming it)."""
+
+    AND: list[InnerFilter] | None = Field(None, max_length=5)
+    OR: list[InnerFilter] | None = Field(None, max_length=5)
+
+    def plain(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class AddIds(Strict):
+    """The entity ids of an add given as filters (the typed options' way)."""
+
+    user_id: SubjectId
+    agent_id: SubjectId | None = None
+    run_id: Id | None = None
+
+
+class Mem0Message(Strict):
+    role: Role = Field(description="user, assistant, system or tool (the canonical message roles)")
+    content: Content = Field(description="the message text")
+    name: OptionalText | None = Ignored
+
+
+Turns = Annotated[list[Mem0Message], Field(min_length=1, max_length=MAX_ADD_MESSAGES)]
+
+
+class Mem0Add(Strict):
+    """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default; a user_id
+    is required (strataflow memories are about a user)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["user_id"], "properties": {"user_id": {"type": "string"}}},
+                {"required": ["filters"], "properties": {"filters": {"type": "object"}}},
+            ]
+        },
+    )
+    messages: Turns | Content = Field(
+        description="the conversation turns (or one text, read as a user message)"
+    )
+    user_id: SubjectId | None = Field(None, description="the user the memories are about (the subject)")
+    agent_id: SubjectId | None = Field(None, description="the agent that owns them (strataflow agent)")
+    run_id: Id | None = Field(None, description="the conversation (strataflow conversation_id)")
+    app_id: Id | None = Field(None, description="ignored: the API key's namespace is the app")
+    metadata: Metadata | None = Field(None, description="kept with each memory (or message)")
+    infer: bool = Field(
+        True,
+        description="true: the messages go to L1 and the extract stage makes memories of them (the answer is "
+        "an event, PENDING until then); false: each message's text is stored as a memory at once",
+    )
+    filters: AddIds | None = Field(None, description="entity ids, as the typed options send them")
+    timestamp: None = Field(None, description="not supported (only null): the event time is now")
+    expiration_date: None = Field(None, description="not supported (only null): memories do not expire")
+    immutable: Literal[False] | None = Field(None, description="not supported (only false or null)")
+    custom_categories: list[Metadata] | None = Ignored
+    custom_instructions: str | None = Ignored
+    agent_custom_instructions: str | None = Ignored
+    structured_data_schema: Metadata | None = Ignored
+    includes: str | None = Ignored
+    excludes: str | None = Ignored
+    output_format: str | None = Ignored
+    version: str | None = Ignored
+    async_mode: bool | None = Ignored
+    enable_graph: bool | None = Ignored
+    org_id: str | None = Ignored
+    project_id: str | None = Ignored
+
+
+class ReadOptions(Strict):
+    """Options of search and get_all that strataflow accepts and ignores."""
+
+    latest_only: bool | None = Ignored
+    show_expired: bool | None = Ignored
+    version: str | None = Ignored
+    output_format: str | None = Ignored
+    org_id: str | None = Ignored
+    project_id: str | None = Ignored
+
+
+class Mem0Search(ReadOptions):
+    """POST /v3/memories/search/."""
+
+    query: QueryText = Field(min_length=1, description="what to look for (any language)")
+    filters: Mem0Filter | None = Field(None, description="user_id, agent_id, run_id (see Mem0Filter)")
+    top_k: int = Field(10, ge=1, le=100, description="how many results")
+    threshold: float | None = Field(None, ge=0, le=1, description="the lowest score returned")
+    user_id: SubjectId | None = Field(None, description="as filters={'user_id': ...} (older clients)")
+    agent_id: SubjectId | None = Field(None, description="as filters={'agent_id': ...} (older clients)")
+    run_id: Id | None = Field(None, description="as filters={'run_id': ...} (older clients)")
+    rerank: bool | None = Ignored
+    keyword_search: bool | None = Ignored
+    fields: list[str] | None = Ignored
+    reference_date: str | int | None = Ignored
+
+
+class Mem0List(ReadOptions):
+    """POST /v3/memories/ (get_all; page and page_size come as query parameters)."""
+
+    filters: Mem0Filter | None = Field(None, description="as for search")
+    page: int | None = Field(None, ge=1, description="the page (also a query parameter)")
+    page_size: int | None = Field(None, ge=1, le=1000, description="memories per page (default 100)")
+
+
+class Mem0Update(Strict):
+    """PUT /v1/memories/{id}/."""
+
+    text: Content | None = Field(None, description="the new text of the memory")
+    metadata: Metadata | None = Field(None, description="merged into the memory's metadata")
+    timestamp: None = Field(None, description="not supported (only null)")
+    expiration_date: None = Field(None, description="not supported (only null): memories do not expire")
+
+
+class Mem0Memory(BaseModel):
+    """A memory as mem0 answers it (an L2 memory item of strataflow)."""
+
+    id: str = Field(description="the memory item id")
+    memory: str = Field(description="the memory's text (the item's content)")
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None = Field(description="the conversation it belongs to, if one")
+    app_id: str | None = None
+    hash: str = Field(description="MD5 of the text")
+    metadata: dict[str, Any] | None
+    categories: list[str]
+    immutable: bool = False
+    expiration_date: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Mem0Hit(Mem0Memory):
+    score: float = Field(description="the search score, 0..1, higher is better")
+
+
+class Mem0AddResult(BaseModel):
+    id: str
+    memory: str
+    event: str = Field(description="ADD (a new memory) or NONE (the same text was already stored)")
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    metadata: dict[str, Any] | None
+
+
+class Mem0AddAnswer(BaseModel):
+    message: str
+    status: str = Field(description="PENDING (infer=true: see GET /v1/event/{event_id}/) or SUCCEEDED")
+    event_id: str | None = Field(None, description="the event of an infer=true add")
+    results: list[Mem0AddResult] = Field(default_factory=list)
+
+
+class Mem0Page(BaseModel):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[Mem0Memory]
+
+
+class Mem0Results(BaseModel):
+    results: list[Mem0Hit]
+
+
+class Mem0HistoryEntry(BaseModel):
+    id: str
+    memory_id: str
+    event: str = Field(description="ADD, UPDATE or DELETE")
+    old_memory: str | None
+    new_memory: str | None
+    input: list[dict[str, Any]] = Field(default_factory=list)
+    user_id: str | None
+    agent_id: str | None
+    metadata: dict[str, Any] | None
+    categories: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+class Mem0Entity(BaseModel):
+    id: str
+    name: str
+    type: str = Field(description="user, agent or run")
+    total_memories: int
+    owner: str = Field(description="the API key's name")
+    organization: str = Field(description="the namespace")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+
+class Mem0Entities(BaseModel):
+    results: list[Mem0Entity]
+
+
+class Mem0EventResult(BaseModel):
+    id: str
+    event: str
+    memory: str
+    user_id: str | None
+    agent_id: str | None
+    data: dict[str, Any]
+
+
+class Mem0Event(BaseModel):
+    id: str
+    event_type: str
+    status: str = Field(description="PENDING until the extract stage has read the messages, then SUCCEEDED")
+    payload: dict[str, Any]
+    metadata: dict[str, Any]
+    results: list[Mem0EventResult]
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    latency: float | None = None
+
+
+class Mem0Done(BaseModel):
+    message: str
+
+
+class Mem0Ping(BaseModel):
+    status: str
+    message: str
+    namespace: str = Field(description="the namespace the key acts in")
+    org_id: str | None = None
+    project_id: str | None = None
+    user_email: str | None = None

@@ -1,0 +1,353 @@
+"""/mem0: the paths of mem0's platform API that its official client (mem0ai 2.2.1: MemoryClient and
+AsyncMemoryClient with host=BASE + "/mem0") calls, over strataflow's one L2 API. Every route is one or a few
+calls into the library (strataflow.memory.api and item_sets, strataflow.retrieval.item_search, ingest.online
+and message_progress); the shapes are strataflow.service.mem0_shapes. Paths keep the client's trailing slash.
+
+Authentication: `Authorization: Token KEY` (what the client sends) or `Bearer KEY`; the key's role gives the
+namespace (X-Namespace picks one of several) and, for a key bound to an agent, the agent. `agent_id` of a
+request acts as that agent (its own entries, shared ones and the namespace's); a key bound to another agent
+gets 403. Deleting a whole entity (DELETE /v2/entities/{type}/{name}/, which the client's reset() and
+delete_users() call) or everything (delete_all without filters) takes a key that may write the whole
+namespace: an agent-bound key gets 403.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Request
+from sqlalchemy import Connection
+
+from models.memory_items import MemoryItem
+from strataflow.ingest.message_progress import message_progress
+from strataflow.ingest.online import write_messages
+from strataflow.memory import api, item_sets
+from strataflow.retrieval.item_search import search_memories
+from strataflow.service import mem0_shapes as shapes
+from strataflow.service.agents import acting_agent
+from strataflow.service.deps import SettingsDep
+from strataflow.service.errors import ApiError, error_response, error_responses
+from strataflow.service.keys import Caller
+from strataflow.service.mem0_deps import (
+    AgentParam,
+    MemoryId,
+    Session,
+    checked_filter,
+    item_id_of,
+    memories,
+    namespace_writer,
+    viewers,
+    writer,
+)
+from strataflow.service.mem0_schemas import (
+    MAX_ADD_MESSAGES,
+    Mem0Add,
+    Mem0AddAnswer,
+    Mem0AddResult,
+    Mem0Done,
+    Mem0Entities,
+    Mem0Event,
+    Mem0EventResult,
+    Mem0HistoryEntry,
+    Mem0List,
+    Mem0Memory,
+    Mem0Page,
+    Mem0Ping,
+    Mem0Results,
+    Mem0Search,
+    Mem0Update,
+)
+from strataflow.service.schemas import Id, SubjectId
+
+router = APIRouter(prefix="/mem0", tags=["mem0-compatible"])
+SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
+QUEUED = "Memory processing has been queued for background execution"
+READ = error_responses()
+MAX_LISTED = 10_000  # get_all reads at most this many memories per scope (then pages them)
+
+
+@router.get("/v1/ping/", response_model=Mem0Ping, responses=READ)
+def ping(session: Session) -> Mem0Ping:
+    """What the client calls on start: 200 for a usable key (401 otherwise). The client needs an org_id and a
+    project_id: the server's name and the key's namespace."""
+    namespace = session[1].namespace
+    return Mem0Ping(
+        status="ok", message="pong", namespace=namespace, org_id="strataflow", project_id=namespace
+    )
+
+
+@router.post("/v3/memories/add/", response_model=Mem0AddAnswer, responses=READ)
+def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
+    """infer=false: each message's text is stored as a memory now; infer=true (the default): the messages go
+    to L1 (as POST /v1/messages) and the answer is an event, PENDING until the extract stage has made
+    memories of them."""
+    db, caller = session
+    writer(caller)
+    ids = body.filters
+    user_id = body.user_id or (ids.user_id if ids else None)
+    run_id = body.run_id or (ids.run_id if ids else None)
+    agent = acting_agent(caller, body.agent_id or (ids.agent_id if ids else None))
+    if not user_id:
+        raise ApiError(400, "user_id is required: strataflow memories are about a user (subject)", "user_id")
+    turns = [{"role": "user", "content": body.messages}] if isinstance(body.messages, str) else [
+        message.model_dump(include={"role", "content"}) for message in body.messages
+    ]  # fmt: skip
+    if body.infer:
+        return _queue(db, caller, settings, turns, user_id, agent, run_id, body)
+    results = []
+    for turn in turns:
+        if turn["role"] == "system" or not turn["content"].strip():
+            continue
+        try:
+            written = api.create_memory(
+                db, caller.namespace, user_id, shapes.ENTRY_TYPE, shapes.entry_name(turn["content"]),
+                turn["content"], agent_id=agent, metadata=shapes.stored_metadata(body.metadata, run_id),
+                settings=settings,
+            )  # fmt: skip
+            item, event = written.item, "ADD"
+        except api.MemoryConflict as taken:  # the same text is stored already: that memory
+            item, event = api.get_memory(db, caller.namespace, taken.item_id, agent_id=agent), "NONE"
+        results.append(
+            Mem0AddResult(
+                id=str(item.id),
+                memory=item.content,
+                event=event,
+                user_id=item.subject,
+                agent_id=item.agent,
+                run_id=run_id,
+                metadata=shapes.shown_metadata(item),
+            )  # fmt: skip
+        )
+    return Mem0AddAnswer(message="Memories stored", status="SUCCEEDED", results=results)
+
+
+def _queue(
+    db: Connection,
+    caller: Caller,
+    settings: Any,
+    turns: list[dict[str, Any]],
+    user_id: str,
+    agent: str | None,
+    run_id: str | None,
+    body: Mem0Add,
+) -> Any:
+    event_id = str(uuid.uuid4())
+    said = datetime.now(UTC)
+    records = [
+        {
+            "conversation_id": run_id or f"mem0-{event_id}",
+            "subject_id": user_id,
+            "source": SOURCE,
+            "source_message_id": f"{event_id}:{position}",
+            "role": turn["role"],
+            "content": turn["content"],
+            "created_at": (said + timedelta(microseconds=position)).isoformat(),
+            "agent_id": agent,
+            "metadata": dict(body.metadata or {}),
+        }  # fmt: skip
+        for position, turn in enumerate(turns)
+    ]
+    written = write_messages(db, settings, caller.namespace, records)
+    if written.accepted == 0 and written.problems:
+        first = written.problems[0]
+        return error_response(422, first.error, f"messages.{first.position}.{first.field}", code=first.reason)
+    return Mem0AddAnswer(message=QUEUED, status="PENDING", event_id=event_id)
+
+
+@router.get("/v1/event/{event_id}/", response_model=Mem0Event, responses=READ)
+def event(
+    event_id: Annotated[str, Path(max_length=40)], session: Session, agent_id: AgentParam = None
+) -> Mem0Event:
+    """An infer=true add: PENDING until the extract stage (nightly, backfill or `strataflow extract`) has read
+    its messages, then SUCCEEDED with the memories made of them."""
+    db, caller = session
+    try:
+        eid = str(uuid.UUID(event_id))
+    except ValueError:
+        raise ApiError(404, f"no event {event_id!r}", "event_id") from None
+    found = message_progress(db, caller.namespace, SOURCE, [f"{eid}:{i}" for i in range(MAX_ADD_MESSAGES)])
+    if not found:
+        raise ApiError(404, f"no event {event_id!r}", "event_id")
+    done = all(message.extracted for message in found)
+    first = found[0]
+    made = item_sets.items_from_messages(
+        db, caller.namespace, first.subject_id, [m.message_id for m in found],
+        agent_id=acting_agent(caller, agent_id or first.agent_id),
+    ) if done else []  # fmt: skip
+    created = min(message.ingested_at for message in found)
+    updated = max([created, *(item.updated_at for item in made)])
+    return Mem0Event(
+        id=eid, event_type="ADD", status="SUCCEEDED" if done else "PENDING",
+        payload={
+            "messages": [{"role": m.role, "content": m.content} for m in found], "user_id": first.subject_id,
+            "agent_id": first.agent_id, "run_id": first.conversation_id, "metadata": first.metadata,
+        },
+        metadata={"namespace": caller.namespace},
+        results=[
+            Mem0EventResult(
+                id=str(item.id), event="ADD", memory=item.content, user_id=item.subject, agent_id=item.agent,
+                data={"memory": item.content},
+            )
+            for item in made
+        ],
+        created_at=created, updated_at=updated, completed_at=updated if done else None,
+    )  # fmt: skip
+
+
+@router.post("/v3/memories/search/", response_model=Mem0Results, responses=READ)
+def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Results:
+    """The memories that best match `query` (the one ranking: words and meaning), best first, within the
+    filters: {"results": [memory + score]}."""
+    db, caller = session
+    wanted = checked_filter(
+        body.filters, caller, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id
+    )
+    scores: dict[int, float] = {}
+    found: list[MemoryItem] = []
+    for subject, agents in wanted.scopes():
+        for viewer in viewers(caller, agents):
+            for hit in search_memories(
+                db, settings, caller.namespace, body.query, subject, agent_id=viewer, limit=body.top_k * 3
+            ):
+                scores[hit.id] = max(scores.get(hit.id, 0.0), hit.score)
+                found.append(hit)
+    kept = [(item, run) for item, run in memories(db, caller, found, wanted)]
+    kept.sort(key=lambda pair: -scores[pair[0].id])
+    hits = [shapes.hit_of(item, run, scores[item.id]) for item, run in kept]
+    return Mem0Results(
+        results=[h for h in hits if body.threshold is None or h.score >= body.threshold][: body.top_k]
+    )
+
+
+@router.post("/v3/memories/", response_model=Mem0Page, responses=READ)
+def get_all(
+    body: Mem0List,
+    session: Session,
+    request: Request,
+    page: Annotated[int | None, Query(ge=1)] = None,
+    page_size: Annotated[int | None, Query(ge=1, le=1000)] = None,
+) -> Mem0Page:
+    """The memories within the filters, newest first, a page at a time: {count, next, previous, results}."""
+    db, caller = session
+    wanted = checked_filter(body.filters, caller)
+    number, size = page or body.page or 1, page_size or body.page_size or 100
+    found: list[MemoryItem] = []
+    for subject, agents in wanted.scopes():
+        for viewer in viewers(caller, agents):
+            cursor: str | None = None
+            while len(found) < MAX_LISTED:
+                listed = api.list_memories(
+                    db, caller.namespace, subject, agent_id=viewer, limit=1000, cursor=cursor
+                )
+                found.extend(listed.entries)
+                if (cursor := listed.next_cursor) is None:
+                    break
+    kept = sorted(memories(db, caller, found, wanted), key=lambda pair: -pair[0].id)
+    start = (number - 1) * size
+    link = str(request.url.remove_query_params(["page", "page_size"]))
+    more = start + size < len(kept)
+    return Mem0Page(
+        count=len(kept),
+        next=f"{link}?page={number + 1}&page_size={size}" if more else None,
+        previous=f"{link}?page={number - 1}&page_size={size}" if number > 1 else None,
+        results=[shapes.memory_of(item, run) for item, run in kept[start : start + size]],
+    )
+
+
+@router.get("/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ)
+def get(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Memory:
+    db, caller = session
+    item = api.get_memory(
+        db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id)
+    )
+    return shapes.memory_of(*memories(db, caller, [item])[0])
+
+
+@router.put("/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ)
+def update(
+    memory_id: MemoryId,
+    body: Mem0Update,
+    session: Session,
+    settings: SettingsDep,
+    agent_id: AgentParam = None,
+) -> Mem0Memory:
+    """A new text (the memory's name follows it) and/or metadata: a new version, the old one in history."""
+    db, caller = session
+    writer(caller)
+    written = api.update_memory(
+        db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id),
+        name=None if body.text is None else shapes.entry_name(body.text),
+        value=api.UNSET if body.text is None else body.text, metadata=body.metadata, settings=settings,
+    )  # fmt: skip
+    return shapes.memory_of(*memories(db, caller, [written.item])[0])
+
+
+@router.delete("/v1/memories/{memory_id}/", response_model=Mem0Done, responses=READ)
+def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Done:
+    """Delete one memory (versioned: its history stays)."""
+    db, caller = session
+    writer(caller)
+    api.delete_memory(db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id))
+    return Mem0Done(message="Memory deleted successfully!")
+
+
+@router.get("/v1/memories/{memory_id}/history/", response_model=list[Mem0HistoryEntry], responses=READ)
+def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> list[Mem0HistoryEntry]:
+    db, caller = session
+    agent, item_id = acting_agent(caller, agent_id), item_id_of(memory_id)
+    item = api.get_memory(db, caller.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
+    versions = api.memory_history(db, caller.namespace, item_id, agent_id=agent)
+    return shapes.history_of(item, versions)
+
+
+@router.delete("/v1/memories/", response_model=Mem0Done, responses=READ)
+def delete_all(
+    session: Session,
+    user_id: Annotated[SubjectId | None, Query()] = None,
+    agent_id: Annotated[SubjectId | None, Query()] = None,
+    run_id: Annotated[Id | None, Query()] = None,
+    app_id: Annotated[Id | None, Query(description="the namespace (another app: nothing)")] = None,
+) -> Mem0Done:
+    """Delete the memories of a user / agent / run that the request may change (all of them: a key that may
+    write the whole namespace)."""
+    db, caller = session
+    if app_id not in (None, caller.namespace):
+        writer(caller)
+        return Mem0Done(message="Memories deleted successfully!")  # another app's: none here
+    if user_id is None and agent_id is None and run_id is None:
+        namespace_writer(caller, "deleting every memory")
+    writer(caller)
+    item_sets.delete_memories(
+        db, caller.namespace, viewer=acting_agent(caller, agent_id), subject_id=user_id, owner=agent_id,
+        conversation_id=run_id, every_agent=user_id is None and agent_id is None and run_id is None,
+    )  # fmt: skip
+    return Mem0Done(message="Memories deleted successfully!")
+
+
+@router.get("/v1/entities/", response_model=Mem0Entities, responses=READ)
+def entities(session: Session) -> Mem0Entities:
+    """The users, agents and runs that have memories the request sees."""
+    db, caller = session
+    found = item_sets.entity_counts(db, caller.namespace, agent_id=acting_agent(caller, None))
+    return Mem0Entities(results=[shapes.entity_of(e, caller.key_name, caller.namespace) for e in found])
+
+
+@router.delete("/v2/entities/{entity_type}/{name}/", response_model=Mem0Done, responses=READ)
+def delete_entity(
+    entity_type: Annotated[Literal["user", "agent", "run", "app"], Path()],
+    name: Annotated[Id, Path()],
+    session: Session,
+) -> Mem0Done:
+    """Delete every memory of a user, agent or run, whichever agent owns it (the client's delete_users and
+    reset): a key that may write the whole namespace."""
+    db, caller = session
+    namespace_writer(caller, "deleting an entity")
+    if entity_type == "app":  # the namespace itself: everything in it (another app: nothing here)
+        if name == caller.namespace:
+            item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True)
+        return Mem0Done(message="Entity deleted successfully.")
+    scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id"}[entity_type]
+    item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True, **{scope: name})
+    return Mem0Done(message="Entity deleted successfully.")

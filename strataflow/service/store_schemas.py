@@ -1,0 +1,81 @@
+"""Bodies and answers of POST /v1/store/batch: the operations of LangGraph's BaseStore (get, put, search,
+list_namespaces), as strataflow.integrations.langgraph sends them (strataflow.service.routes.store)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from models.messages import SAFE_ID
+from strataflow.service.schemas import Agent, Metadata, QueryText, Strict
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=SAFE_ID)]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+Namespace = Annotated[list[Label], Field(min_length=1, max_length=10)]
+PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+
+
+class MatchCondition(Strict):
+    match_type: Literal["prefix", "suffix"]
+    path: list[PathLabel] = Field(max_length=20, description="labels; '*' matches any one label")
+
+
+class GetOp(Strict):
+    op: Literal["get"]
+    namespace: Namespace
+    key: Key
+
+
+class PutOp(Strict):
+    op: Literal["put"]
+    namespace: Namespace
+    key: Key
+    value: Metadata | None = Field(None, description="the item's value; null deletes the item")
+
+
+class SearchOp(Strict):
+    op: Literal["search"]
+    namespace: list[Label] = Field(default_factory=list, max_length=10, description="the prefix")
+    query: QueryText | None = Field(None, description="what to look for (meaning and words)")
+    filter: Metadata | None = Field(
+        None, description="value fields, each a value or {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin: ...}"
+    )
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000)
+
+
+class ListNamespacesOp(Strict):
+    op: Literal["list_namespaces"]
+    match_conditions: list[MatchCondition] = Field(default_factory=list, max_length=10)
+    max_depth: int | None = Field(None, ge=1, le=20)
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000)
+
+
+StoreOp = Annotated[GetOp | PutOp | SearchOp | ListNamespacesOp, Field(discriminator="op")]
+
+
+class StoreBatch(Strict):
+    ops: list[StoreOp] = Field(min_length=1, max_length=200)
+    subject_at: int = Field(
+        1, ge=0, le=10, description="the namespace label that is the user (subject): ('memories', user_id)"
+    )
+    agent: Agent = None
+
+
+class StoreItem(BaseModel):
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+
+class StoreResults(BaseModel):
+    """One result per operation, in order: get -> an item or null; put -> null; search -> a list of items;
+    list_namespaces -> a list of namespaces (lists of labels)."""
+
+    results: list[StoreItem | list[StoreItem] | list[list[str]] | None]
