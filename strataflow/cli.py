@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "protocols",
     "analytics",
     "notify",
+    "transfer",
 )
 
 
