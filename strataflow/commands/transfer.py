@@ -114,7 +114,9 @@ def _import_mem0(settings: Any, path: Path, namespace: str | None, progress: boo
         user_errors=(OSError, Mem0Error),
     )
     columns = ["read", "new", "updated", "unchanged", "quarantined"]
-    _table(f"mem0 {result.kind} into {namespace}", columns, {"entries": [getattr(result, c) for c in columns]})
+    _table(
+        f"mem0 {result.kind} into {namespace}", columns, {"entries": [getattr(result, c) for c in columns]}
+    )
     _problems(result.problems, result.quarantined, result.label)
     typer.echo(
         f"imported {result.read} mem0 memories of {result.subjects} user(s) into {namespace}: "

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import orjson
@@ -62,7 +62,7 @@ def written_file(path: Path) -> Iterator[IO[bytes]]:
         with os.fdopen(handle, "wb") as raw:
             if path.suffix == ".gz":
                 with gzip.GzipFile(fileobj=raw, mode="wb", filename="") as stream:
-                    yield stream
+                    yield cast(IO[bytes], stream)
             else:
                 yield raw
         os.replace(temporary, path)

@@ -35,6 +35,7 @@ from strataflow.config import Settings
 from strataflow.ingest.asset_readers import ParsedAsset
 from strataflow.ingest.chunking import Chunk
 from strataflow.ingest.enrich import ChunkOptions, PreparedChunk, prepare_chunk
+from strataflow.ingest.readers import ReadItem
 from strataflow.ingest.staging import restore_expired_keys, write_chunk
 from strataflow.llm.embeddings import get_embedder, store_vectors
 from strataflow.memory.profiles import restore_document
@@ -136,7 +137,7 @@ def restore_messages(
         retention_days=settings.retention_days,
         namespace=state.namespace,
     )
-    records = [
+    records: list[ReadItem] = [
         (number, raw, {k: value[k] for k in MESSAGE_FIELDS if k in value}) for number, raw, value, _ in lines
     ]
     chunk = prepare_chunk(records, options)
@@ -290,10 +291,12 @@ def relabel(problem: dict[str, Any], label: str) -> dict[str, Any]:
     return problem
 
 
-def quarantine(conn: Connection, state: SubjectState, problems: list[dict[str, Any]]) -> None:
+def quarantine(
+    conn: Connection, settings: Settings, run_id: uuid.UUID | None, problems: list[dict[str, Any]]
+) -> None:
     """Write quarantine rows through the ingest path's one quarantine writer."""
     if problems:
-        write_chunk(conn, PreparedChunk(quarantined=problems), 0, state.run_id, state.settings.retention_days)
+        write_chunk(conn, PreparedChunk(quarantined=problems), 0, run_id, settings.retention_days)
 
 
 def _message_ids(

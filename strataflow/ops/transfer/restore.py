@@ -108,7 +108,7 @@ class Group:
         """Write what is pending, the watermarks and the quarantined lines, and commit."""
         self.flush()
         layers.restore_watermarks(self.conn, self.state)
-        layers.quarantine(self.conn, self.state, problems)
+        layers.quarantine(self.conn, self.state.settings, self.state.run_id, problems)
         self.transaction.commit()
 
 
@@ -174,8 +174,7 @@ def import_file(
                 group.close(problems)
             elif problems:
                 with conn.begin():
-                    state = layers.SubjectState(settings, target, None, run_id, label, result)
-                    layers.quarantine(conn, state, problems)
+                    layers.quarantine(conn, settings, run_id, problems)
         except DBAPIError as exc:
             where = f"subject {group.state.subject_id!r}" if group and group.state.subject_id else "assets"
             raise TransferError(
