@@ -27,6 +27,7 @@ class Mem0Memory(BaseModel):
     role: str | None = None
     hash: str | None = None
     categories: list[str] | None = None
+    expiration_date: str | None = None
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None  # a time without an offset is read as UTC (mem0 writes UTC)
     updated_at: datetime | None = None
@@ -45,7 +46,9 @@ class Mem0Memory(BaseModel):
             raise ValueError("contains a NUL character, which PostgreSQL text cannot store")
         return value
 
-    @field_validator("agent_id", "run_id", "app_id", "actor_id", "role", "hash", mode="before")
+    @field_validator(
+        "agent_id", "run_id", "app_id", "actor_id", "role", "hash", "expiration_date", mode="before"
+    )
     @classmethod
     def _blank(cls, value: Any) -> Any:
         return None if value == "" else value

@@ -8,12 +8,13 @@ PATH is one JSON file, either
   `results` (or `memories`).
 
 Each memory becomes an entry of the one L2 API (strataflow.memory.api.create_memory): subject = user_id,
-agent = agent_id (private to that agent, as the /mem0 surface writes them), type `user`, name `mem0 <id>`,
+agent = agent_id (the entry is that agent's own), type `user`, name `mem0 <id>`,
 the text as content, event time = mem0's updated_at (or created_at), metadata = mem0's metadata plus
-`imported_from` {system: mem0, kind, file, id, hash, run_id, app_id, actor_id, role, categories, created_at,
-updated_at}. One transaction per subject. Importing again changes nothing; a memory whose text changed in
-mem0 since becomes a new version of its entry. A memory that cannot be an entry (no user_id, empty text)
-goes to quarantine (source mem0:<file name>, position = its index in the file or store, from 1).
+`imported_from` {system: mem0, kind, file, id, hash, run_id, app_id, actor_id, role, categories,
+expiration_date, created_at, updated_at} (the ones mem0 has). One transaction per subject. Importing again
+changes nothing; a memory whose text changed in mem0 since becomes a new version of its entry. A memory
+that cannot be an entry (no user_id, empty text) goes to quarantine (source mem0:<file name>, position =
+its index in the file or store, from 1).
 """
 
 from __future__ import annotations
@@ -156,7 +157,8 @@ def _write(
     provenance = {
         "system": "mem0", "kind": kind, "file": file_name, "id": memory.id, "hash": memory.hash,
         "run_id": memory.run_id, "app_id": memory.app_id, "actor_id": memory.actor_id, "role": memory.role,
-        "categories": memory.categories, "created_at": memory.created_at, "updated_at": memory.updated_at,
+        "categories": memory.categories, "expiration_date": memory.expiration_date,
+        "created_at": memory.created_at, "updated_at": memory.updated_at,
     }  # fmt: skip
     metadata = {
         **(memory.metadata or {}),
