@@ -291,6 +291,30 @@ def relabel(problem: dict[str, Any], label: str) -> dict[str, Any]:
     return problem
 
 
+def problem_row(
+    label: str,
+    namespace: str,
+    position: int,
+    subject: Any,
+    field: str | None,
+    reason: str,
+    error: str,
+    raw: str,
+) -> dict[str, Any]:
+    """A quarantine row of a bad line or record of an import (the columns the ingest path writes); `error`
+    already names the place (e.g. `import:f.jsonl line 7: field 'kind': ...`)."""
+    return {
+        "namespace": namespace,
+        "subject_id": subject if isinstance(subject, str) and "\x00" not in subject else None,
+        "source": label,
+        "position": str(position),
+        "field": field,
+        "reason": reason,
+        "error": error.replace("\x00", "\\x00"),
+        "raw_record": raw.replace("\x00", "\\u0000"),
+    }
+
+
 def quarantine(
     conn: Connection, settings: Settings, run_id: uuid.UUID | None, problems: list[dict[str, Any]]
 ) -> None:

@@ -35,7 +35,7 @@ from strataflow.db.engine import engine_for
 from strataflow.errors import UserError
 from strataflow.memory.api import MemoryConflict, create_memory, get_memory, update_memory
 from strataflow.memory.item_fields import MemoryFieldError
-from strataflow.ops.transfer.layers import quarantine
+from strataflow.ops.transfer.layers import problem_row, quarantine
 from strataflow.pipeline.progress import progress_bar
 
 CONFIG_KEYS = frozenset({"vector_store", "embedder", "llm", "history_db_path", "graph_store", "version"})
@@ -197,16 +197,8 @@ def _problem(
     reason: str,
     error: str,
 ) -> dict[str, Any]:
-    subject = record.get("user_id") if isinstance(record, dict) else None
-    memory_id = record.get("id") if isinstance(record, dict) else None
-    named = f" (id {memory_id})" if memory_id else ""
-    return {
-        "namespace": namespace,
-        "subject_id": subject if isinstance(subject, str) and "\x00" not in subject else None,
-        "source": label,
-        "position": str(position),
-        "field": field,
-        "reason": reason,
-        "error": f"{label} memory {position}{named}: {error}".replace("\x00", "\\x00"),
-        "raw_record": json.dumps(record, default=str),
-    }
+    known = record if isinstance(record, dict) else {}
+    named = f" (id {known['id']})" if known.get("id") else ""
+    where = f"{label} memory {position}{named}: {error}"
+    raw = json.dumps(record, default=str)
+    return problem_row(label, namespace, position, known.get("user_id"), field, reason, where, raw)

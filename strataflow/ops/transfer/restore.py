@@ -243,16 +243,9 @@ def _problem(
     error: str,
 ) -> dict[str, Any]:
     subject = value.get("subject_id") if isinstance(value, dict) else None
-    return {
-        "namespace": namespace,
-        "subject_id": subject if isinstance(subject, str) and "\x00" not in subject else None,
-        "source": label,
-        "position": str(number),
-        "field": field,
-        "reason": reason,
-        "error": f"{label} line {number}: {error}".replace("\x00", "\\x00"),
-        "raw_record": raw.decode("utf-8", errors="backslashreplace").replace("\x00", "\\u0000"),
-    }
+    text = raw.decode("utf-8", errors="backslashreplace")
+    where = f"{label} line {number}: {error}"
+    return layers.problem_row(label, namespace, number, subject, field, reason, where, text)
 
 
 def _note(result: ImportResult, problem: dict[str, Any], value: dict[str, Any] | None = None) -> None:
