@@ -37,6 +37,10 @@ REASONS = {
 }
 ID_MAX_CHARS = 512
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL text cannot hold NUL characters
+# What the agent service accepts as a subject (or agent) id at every write: no '/' (a profile path could not
+# address it) and no control or line-break character (it could not be shown on one line).
+SAFE_ID = r"^[^/\x00-\x1f\x7f-\x9f\u2028\u2029]+$"
+UNSAFE_ID_CHAR = re.compile(r"[/\x00-\x1f\x7f-\x9f\u2028\u2029]")
 MIN_YEAR, MAX_YEAR = 1970, 2200  # event times outside are data errors (and would create absurd partitions)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from importlib import import_module
 
 import typer
@@ -50,6 +51,9 @@ def main(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details to stderr."),
 ) -> None:
     """strataflow: turn conversation logs and data assets into three-layer memory."""
+    # What a command creates (STRATAFLOW_HOME and its folders, logs, reports, exports) is its user's alone:
+    # folders 0700, files 0600 (secrets are written 0600 explicitly too).
+    os.umask(0o077)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )

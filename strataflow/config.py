@@ -1,7 +1,13 @@
-"""Settings: the one place the environment is read. Load once with load_settings() and pass down."""
+"""Settings: the one place the environment is read. Load once with load_settings() and pass down.
+
+Settings come from the process environment and from one settings file: `STRATAFLOW_ENV_FILE` when set (an
+explicit path), else `$STRATAFLOW_HOME/.env` when it exists. A `.env` in the working directory is never read:
+a server started inside a cloned repository must not take its database or model endpoint from that repo.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -20,7 +26,7 @@ class Settings(BaseSettings):
     """Every knob strataflow has. Env vars use the STRATAFLOW_ prefix (DATABASE_URL also works unprefixed)."""
 
     model_config = SettingsConfigDict(
-        env_prefix="STRATAFLOW_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix="STRATAFLOW_", env_file=None, env_file_encoding="utf-8", extra="ignore"
     )
 
     database_url: SecretStr | None = Field(
@@ -45,6 +51,11 @@ class Settings(BaseSettings):
     )
     llm_budget_usd: float | None = Field(
         None, ge=0, description="USD one run may spend (when litellm knows costs)."
+    )
+    llm_budget_namespace_tokens: dict[str, int] = Field(
+        default_factory=dict,
+        description='Tokens one run may spend per namespace, as JSON ({"alpha": 200000}); a namespace not '
+        "listed gets an equal part of STRATAFLOW_LLM_BUDGET_TOKENS among those a stage works for.",
     )
     llm_max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx and timeouts.")
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
@@ -89,14 +100,41 @@ class Settings(BaseSettings):
     )
 
     api_rate_per_s: float = Field(
-        20.0, ge=0, description="Requests per second per API key and server process; 0 turns the limit off."
-    )
+        20.0, ge=0, description="Requests per second per API key (and per client address for requests "
+        "without an accepted key), for the server as a whole whatever --workers; 0 turns the limit off.",
+    )  # fmt: skip
     api_rate_burst: int = Field(40, ge=1, description="Requests an API key may make at once before waiting.")
+    api_llm_concurrency_per_key: int = Field(
+        2, ge=1, le=64, description="save_info / save_user_memory calls of one API key that run at once per "
+        "server process; more wait their turn without holding a database connection.",
+    )  # fmt: skip
+    api_header_timeout_s: float = Field(
+        10.0, gt=0, le=300, description="A connection that has not sent a whole request head (line and "
+        "headers) within this many seconds is closed.",
+    )  # fmt: skip
+    api_max_connections: int = Field(
+        1000, ge=1, description="Open connections one server process holds; more are answered 503 and closed."
+    )
+    api_rate_file: Path | None = Field(
+        None, description="Set by `strataflow api`: the file its worker processes share their rate-limit "
+        "buckets in. Unset: buckets per process.",
+    )  # fmt: skip
     api_max_body_bytes: int = Field(1_048_576, ge=1024, description="Larger request bodies get 413.")
     api_durable_writes: bool = Field(
-        False,
-        description="Online writes wait for their WAL flush (one fsync each). Off: a write acknowledged less "
-        "than a second before a database crash can be lost, never half-written; batch ingest is unaffected.",
+        True,
+        description="Online writes wait for their WAL flush (synchronous_commit on), so an acknowledged "
+        "write survives a database crash. false: a write acknowledged less than a second before a crash can "
+        "be lost, never half-written (docs/operations.md: the measured cost); batch ingest is unaffected.",
+    )
+    api_write_past_days: int | None = Field(
+        None, ge=1, le=3650, description="Oldest created_at an online write accepts, in days before now "
+        "(unset: STRATAFLOW_RETENTION_DAYS); older is 422 naming created_at.",
+    )  # fmt: skip
+    api_write_future_days: int = Field(
+        1, ge=0, le=30, description="Newest created_at an online write accepts, in days after now."
+    )
+    api_write_max_weeks: int = Field(
+        8, ge=1, le=600, description="Distinct weeks of created_at one online write request may span."
     )
     api_key: SecretStr | None = Field(None, description="The key `strataflow mcp` (stdio) runs with.")
     api_namespace: str | None = Field(
@@ -136,10 +174,25 @@ class Settings(BaseSettings):
         return self.home / "archive"
 
 
+def settings_file() -> Path | None:
+    """The one settings file read besides the environment: STRATAFLOW_ENV_FILE, else $STRATAFLOW_HOME/.env
+    when it exists (never the working directory's .env)."""
+    explicit = os.environ.get("STRATAFLOW_ENV_FILE")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise SettingsError(f"STRATAFLOW_ENV_FILE: no settings file at {path}")
+        return path
+    home = Path(os.environ.get("STRATAFLOW_HOME") or "~/.strataflow").expanduser()
+    candidate = home / ".env"
+    return candidate if candidate.is_file() else None
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read the environment (and .env) once; raise SettingsError naming each bad setting."""
+    """Read the environment (and the settings file, see the module docstring) once; raise SettingsError
+    naming each bad setting."""
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        return Settings(_env_file=settings_file(), **overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

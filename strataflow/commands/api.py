@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import typer
 
 from strataflow.commands.common import cli_errors, settings_or_exit
@@ -38,42 +34,41 @@ def api(
 def mcp() -> None:
     """Serve the memory tools to an MCP client over stdio, with the key in STRATAFLOW_API_KEY.
 
-    Tools: memory_save, memory_recall, memory_update, memory_delete, get_context, save_user_memory,
-    get_user_context, profile_get, profile_patch. STRATAFLOW_API_NAMESPACE picks the namespace when the key's
-    role has several. The same tools are served over HTTP at /mcp by `strataflow api`.
+    The server reads only its own settings: its environment (the `env` block of the client's configuration)
+    and the settings file $STRATAFLOW_HOME/.env (or STRATAFLOW_ENV_FILE), never the client's environment nor a
+    .env in the working directory. It checks its key at start and exits with a message saying what is wrong
+    (missing, invalid, revoked or expired). Tools: memory_save, memory_recall, memory_update, memory_delete,
+    get_context, save_user_memory, get_user_context, profile_get, profile_patch (an analyst key gets the
+    read tools only). STRATAFLOW_API_NAMESPACE picks the namespace when the key's role has several. The same
+    tools are served over HTTP at /mcp by `strataflow api`.
 
-    Example: STRATAFLOW_API_KEY=sf_... strataflow mcp
+    Example: STRATAFLOW_API_KEY=sf_... STRATAFLOW_HOME=~/.strataflow strataflow mcp
     """
     from strataflow.db.engine import engine_for
+    from strataflow.service.keys import KeyRejected
     from strataflow.service.mcp_server import build_server
     from strataflow.service.session import Sessions
 
-    inherit_client_environment()
     settings = settings_or_exit()
+    if settings.api_key is None:
+        typer.echo(
+            "error: strataflow mcp needs an API key: set STRATAFLOW_API_KEY (and STRATAFLOW_HOME, or "
+            "DATABASE_URL) in the `env` block of the MCP client's configuration, or in "
+            "$STRATAFLOW_HOME/.env; make a key with `strataflow access create-key NAME --role ROLE`",
+            err=True,
+        )
+        raise typer.Exit(2)
     with cli_errors():
-        if settings.api_key is None:
-            raise UserError("set STRATAFLOW_API_KEY to a key from `strataflow access create-key`")
-        server = build_server(settings, Sessions(settings, engine_for(settings)))
+        sessions = Sessions(settings, engine_for(settings))
+        try:
+            caller = sessions.authenticate(settings.api_key.get_secret_value())
+        except KeyRejected as exc:
+            raise UserError(
+                f"strataflow mcp: {exc} (STRATAFLOW_API_KEY, database under {settings.home})"
+            ) from None
+        server = build_server(settings, sessions, writable=caller.kind == "agent")
+    typer.echo(f"strataflow mcp: key {caller.key_name!r} ({caller.kind} role {caller.role})", err=True)
     server.run("stdio")
-
-
-def inherit_client_environment() -> None:
-    """MCP clients start a stdio server with a reduced environment (the official Python SDK passes only HOME,
-    LOGNAME, PATH, SHELL, TERM and USER unless the client configures `env`). When this process has no
-    STRATAFLOW_* or DATABASE_URL variable at all, take those (and only those) from the client process that
-    started it, so `STRATAFLOW_API_KEY=... some-mcp-client` works as it reads. Linux (/proc) only; an `env`
-    block in the client's configuration always wins."""
-    if any(name.startswith("STRATAFLOW_") or name == "DATABASE_URL" for name in os.environ):
-        return
-    try:
-        raw = Path(f"/proc/{os.getppid()}/environ").read_bytes()
-    except OSError:
-        return
-    for entry in raw.split(b"\0"):
-        name, _, value = entry.decode("utf-8", errors="replace").partition("=")
-        if name.startswith("STRATAFLOW_") or name == "DATABASE_URL":
-            os.environ[name] = value
-    print("strataflow mcp: settings taken from the MCP client's environment", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,26 +13,34 @@ def create_key(
     expires: int | None = typer.Option(
         None, "--expires", help="Days until the key stops working (default: never)."
     ),
+    agent: str | None = typer.Option(
+        None, "--agent", help="Bind the key to this agent: it acts only as that agent (default: no agent)."
+    ),
 ) -> None:
     """Make an API key for the service, bound to a role: every request with it runs as that role.
 
-    The key is printed once, alone on the last line of stdout; only its hash is stored.
+    With --agent, every request acts as that agent (its private entries, shared ones and the namespace's);
+    a request naming another agent gets 403. A key with no agent sees no agent's private entries. The key is
+    printed once, alone on the last line of stdout; only its hash is stored.
 
-    Example: strataflow access create-key support-bot --role support_agent --expires 90
+    Example: strataflow access create-key support-bot --role support_agent --agent support-bot --expires 90
     """
     from strataflow.db.engine import engine_for
     from strataflow.service import keys
 
     with cli_errors(), engine_for(settings_or_exit()).begin() as conn:
-        key, info = keys.create_key(conn, name, role, expires)
+        key, info = keys.create_key(conn, name, role, expires, agent)
     until = info.expires_at.isoformat() if info.expires_at else "no expiry"
-    typer.echo(f"created key {info.name} ({info.prefix}...) for role {info.role_name}, {until}", err=True)
+    bound = f", agent {info.agent_id}" if info.agent_id else ""
+    typer.echo(
+        f"created key {info.name} ({info.prefix}...) for role {info.role_name}{bound}, {until}", err=True
+    )
     typer.echo("store it now: it is not shown again", err=True)
     typer.echo(key)
 
 
 def list_keys() -> None:
-    """List API keys: name, visible prefix, role, status, created, expires, last used (never the key).
+    """List API keys: name, visible prefix, role, agent, status, created, expires, last used (never the key).
 
     Example: strataflow access list-keys
     """
@@ -46,7 +54,7 @@ def list_keys() -> None:
             t.isoformat(timespec="seconds") if t else "-"
             for t in (key.created_at, key.expires_at, key.last_used_at)
         ]
-        typer.echo("\t".join([key.name, key.prefix, key.role_name, key.status, *when]))
+        typer.echo("\t".join([key.name, key.prefix, key.role_name, key.agent_id or "-", key.status, *when]))
 
 
 def revoke_key(name: str = typer.Argument(..., help="Key name or visible prefix (sf_...).")) -> None:

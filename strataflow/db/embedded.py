@@ -11,6 +11,11 @@ password is refused, the owner's included.
 
 Settings: the server gets WAL buffers sized for bulk writes (SERVER_SETTINGS_MB), applied with ALTER SYSTEM
 and one restart when a home is first secured, or when this code first starts a home secured before it.
+
+The home is private: 0700, or 0711 when strataflow runs as root and the server runs as the 'pgserver' user,
+who must traverse it to reach its data directory. pgserver opens every parent folder of the data directory
+to group and others (g+rx, o+rx) each time it starts a server (measured: the home was 0755 after every
+start), so the home's mode is set again after each start (secure_home).
 """
 
 from __future__ import annotations
@@ -83,12 +88,13 @@ def ensure_running(home: Path) -> str:
     uri = _running_uri(pgdata) if pgdata.exists() else None
     started = uri is None
     if uri is None:
-        home.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
         import pgserver
 
         logger.info("starting the embedded PostgreSQL under %s", pgdata)
         # cleanup_mode=None: the server outlives this process, so every command shares one server.
         uri = pgserver.get_server(pgdata, cleanup_mode=None).get_uri()
+    secure_home(home)
     if not _hba_secured(pgdata):
         _secure(home, pgdata, uri)
     password = passwords.read_secret(passwords.owner_password_path(home))
@@ -103,6 +109,15 @@ def ensure_running(home: Path) -> str:
         with _home_lock(home):
             _apply_settings(pgdata, owner_uri)
     return owner_uri
+
+
+def secure_home(home: Path) -> None:
+    """The home's mode: 0700, or 0711 when the server runs as another user (root: the 'pgserver' user)."""
+    serves_as_other_user = os.name != "nt" and os.geteuid() == 0
+    try:
+        home.chmod(0o711 if serves_as_other_user else 0o700)
+    except OSError as exc:  # a home this user does not own: say so, do not stop
+        logger.warning("could not make %s private: %s", home, exc)
 
 
 def _apply_settings(pgdata: Path, owner_uri: str) -> None:
@@ -120,6 +135,7 @@ def _apply_settings(pgdata: Path, owner_uri: str) -> None:
             conn.execute(f"alter system set {name} = '{int(mb)}MB'")
     logger.info("restarting the embedded PostgreSQL under %s with %s", pgdata, SERVER_SETTINGS_MB)
     _fast_pg_ctl(pgdata, "restart", "-l", str(pgdata / "log"))
+    secure_home(pgdata.parent)
 
 
 def _fast_pg_ctl(pgdata: Path, action: str, *options: str) -> None:

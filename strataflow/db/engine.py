@@ -90,7 +90,11 @@ def _create_engine(
         raise DatabaseError(
             f"DATABASE_URL must point at PostgreSQL (postgresql://user:pass@host/db), not {parsed.drivername}"
         )
-    engine = create_engine(url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True)
+    # hide_parameters: an error's text (logged, or shown) never carries the statement's parameters, which
+    # hold user text (messages, memories, queries).
+    engine = create_engine(
+        url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True, hide_parameters=True
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):

@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from models.messages import (
+    UNSAFE_ID_CHAR,
     MessageRecord,
     canonical_fields,
     describe_errors,
@@ -63,6 +64,11 @@ class ChunkOptions:
     retention_days: int
     namespace: str | None = None  # --namespace: wins over the record's namespace
     source: str | None = None  # --source: wins over the record's source and the file name
+    # Online writes only (strataflow.ingest.online): created_at must lie in [start, end], and subject ids may
+    # hold no '/' and no control character (models.messages.SAFE_ID); a record that breaks either is
+    # quarantined naming the field.
+    event_window: tuple[datetime, datetime] | None = None
+    safe_subjects: bool = False
 
 
 @dataclass
@@ -112,6 +118,10 @@ def prepare_chunk(
                 continue
         (conversation_id, subject_id, message_id, role, content, event_at) = fields[:6]
         (record_namespace, record_source, agent_id, record_lang, record_metadata) = fields[6:]
+        refused = _online_problem(options, subject_id, event_at)
+        if refused is not None:
+            chunk.quarantined.append(_problem(options, position, raw, value, *refused))
+            continue
         namespace = options.namespace or record_namespace
         if namespace is None:
             error = "field 'namespace' is missing: the record has none and no --namespace was given"
@@ -160,6 +170,23 @@ def prepare_chunk(
         chunk.payload = render_copy(chunk.rows, chunk.vectors)
         chunk.weeks = utc_weeks(row[11] for row in chunk.rows)
     return chunk
+
+
+def _online_problem(
+    options: ChunkOptions, subject_id: str, event_at: datetime
+) -> tuple[str, str, str] | None:
+    """(field, reason, error) when an online write's record breaks the write window or the subject rule."""
+    if options.safe_subjects and UNSAFE_ID_CHAR.search(subject_id):
+        return "subject_id", "invalid_subject", "field 'subject_id': holds '/' or a control character"
+    window = options.event_window
+    if window is not None and not window[0] <= event_at <= window[1]:
+        start, end = (moment.isoformat(timespec="seconds") for moment in window)
+        error = (
+            f"field 'created_at': {event_at.isoformat(timespec='seconds')} is outside the online write "
+            f"window [{start}, {end}] (now minus the retention, now plus STRATAFLOW_API_WRITE_FUTURE_DAYS)"
+        )
+        return "created_at", "outside_write_window", error
+    return None
 
 
 def full_text_vectors(rows: list[tuple[Any, ...]], lexicon: Lexicon) -> list[str | None]:

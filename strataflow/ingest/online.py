@@ -17,10 +17,20 @@ A written message is found at once by context and search through its full-text v
 to the next embed run (`strataflow embed`, or the nightly flow, which also extracts L2 from it exactly once:
 extraction follows ingest order, and an online write takes the next ingest_seq like any ingest).
 
-Durability: unless STRATAFLOW_API_DURABLE_WRITES is set, the transaction commits without waiting for its WAL
-flush (synchronous_commit off for this transaction only): an fsync per request would cost more than the
-whole write. A write acknowledged less than a second before a database crash can then be lost; it is never
-half-written, and nothing else (batch ingest, other transactions) changes.
+The write window: a record's created_at must lie within [now - STRATAFLOW_API_WRITE_PAST_DAYS (the retention
+by default), now + STRATAFLOW_API_WRITE_FUTURE_DAYS (1)], and its subject id may hold no '/' and no control
+character; a record that breaks either is quarantined naming the field (422 when every record does), and a
+request whose valid records fall in more than STRATAFLOW_API_WRITE_MAX_WEEKS distinct weeks is refused whole
+(WriteRefused, 422 naming created_at). The weekly partitions of the written times come from
+ensure_online_message_partitions (sql/281): it runs as the owner, only for weeks inside the window the API
+server set at start (online_write_window), at most max_weeks of them; agent roles may not create partitions
+otherwise, nor delete L1 rows (a rewrite drops the old row through remove_rewritten_messages, which deletes
+only rows whose key the caller has just re-keyed).
+
+Durability: the transaction waits for its WAL flush (synchronous_commit on), so an acknowledged write
+survives a crash of the database. STRATAFLOW_API_DURABLE_WRITES=false opts out (synchronous_commit off for
+this transaction only): a write acknowledged less than a second before a database crash can then be lost,
+never half-written (docs/operations.md has the measured cost of both).
 
 The caller owns the transaction; under the service it runs as the API key's role, so row-level security
 keeps the rows in the key's namespaces.
@@ -28,6 +38,7 @@ keeps the rows in the key's namespaces.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -41,12 +52,12 @@ from strataflow.textsearch import TSVECTOR_SQL
 
 DEFAULT_SOURCE = "api"
 ASYNC_COMMIT = text("set local synchronous_commit = off")
-ENSURE_PARTITIONS = text(
+ENSURE_PARTITIONS = text("select ensure_online_message_partitions(cast(:event_at as timestamptz[]))")
+# The API server's window, for ensure_online_message_partitions (run by the owner at start: set_write_window).
+SET_WRITE_WINDOW = text(
     """
-    select ensure_message_partitions(week, week)
-    from (select distinct date_trunc('week', e at time zone 'UTC') at time zone 'UTC' as week
-          from unnest(cast(:event_at as timestamptz[])) as e
-          order by week) as weeks
+    update online_write_window
+    set past_days = :past_days, future_days = :future_days, max_weeks = :max_weeks, updated_at = now()
     """
 )
 _COLUMNS = ", ".join(STAGE_COLUMNS)
@@ -93,17 +104,10 @@ INSERT_NEW = text(
     order by i.n
     """
 )
-# A rewrite: the old L1 row goes (it may sit in another partition), the key takes the new hash and event
-# time, the new row keeps the message id and its first ingest time.
-REMOVE_OLD = text(
-    """
-    delete from conversation_messages as m
-    using message_keys as k
-    where k.message_id = any(cast(:ids as bigint[])) and m.message_id = k.message_id
-        and m.event_at = k.event_at
-    returning m.message_id, m.ingested_at
-    """
-)
+# A rewrite: the key takes the new hash and event time, the old L1 row goes (it may sit in another partition;
+# sql/281 deletes only rows whose key no longer matches them), the new row keeps the message id and its first
+# ingest time.
+REMOVE_OLD = text("select message_id, ingested_at from remove_rewritten_messages(cast(:ids as bigint[]))")
 REKEY = text(
     f"""
     update message_keys as k
@@ -132,6 +136,14 @@ class RecordProblem(BaseModel):
     error: str = Field(description="the sentence a person reads")
 
 
+class WriteRefused(ValueError):
+    """The whole request is refused (422); ``field`` names the field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class OnlineWrite(BaseModel):
     """What a write did: accepted records (new, rewritten or already there) and quarantined ones."""
 
@@ -147,16 +159,25 @@ class OnlineWrite(BaseModel):
 def write_messages(
     conn: Connection, settings: Settings, namespace: str, records: list[dict[str, Any]]
 ) -> OnlineWrite:
-    """Validate, enrich and write records (canonical messages) into L1 of namespace; quarantine bad ones."""
+    """Validate, enrich and write records (canonical messages) into L1 of namespace; quarantine bad ones
+    (outside the write window too); WriteRefused when the valid ones span more than the allowed weeks."""
     options = ChunkOptions(
         default_source=DEFAULT_SOURCE,
         tz=settings.tz,
         max_content_chars=settings.max_content_chars,
         retention_days=settings.retention_days,
         namespace=namespace,
+        event_window=write_window(settings),
+        safe_subjects=True,
     )
     items: list[ReadItem] = [(position, None, record) for position, record in enumerate(records)]
     chunk = prepare_chunk(items, options)
+    if len(chunk.weeks) > settings.api_write_max_weeks:
+        raise WriteRefused(
+            "created_at",
+            f"the messages fall in {len(chunk.weeks)} distinct weeks; one request may write at most "
+            f"{settings.api_write_max_weeks} (STRATAFLOW_API_WRITE_MAX_WEEKS): send them in several requests",
+        )
     if not settings.api_durable_writes:
         conn.execute(ASYNC_COMMIT)
     if chunk.quarantined:
@@ -181,6 +202,25 @@ def write_messages(
     )
 
 
+def write_window(settings: Settings, now: datetime | None = None) -> tuple[datetime, datetime]:
+    """[now - past days, now + future days]: the created_at an online write accepts."""
+    now = now or datetime.now(UTC)
+    past = settings.api_write_past_days or settings.retention_days
+    return now - timedelta(days=past), now + timedelta(days=settings.api_write_future_days)
+
+
+def set_write_window(conn: Connection, settings: Settings) -> None:
+    """Give ensure_online_message_partitions this server's window (the owner's connection, at start)."""
+    conn.execute(
+        SET_WRITE_WINDOW,
+        {
+            "past_days": settings.api_write_past_days or settings.retention_days,
+            "future_days": settings.api_write_future_days,
+            "max_weeks": settings.api_write_max_weeks,
+        },
+    )
+
+
 def _insert_new(
     conn: Connection, rows: list[tuple[Any, ...]], retention_days: int
 ) -> tuple[list[int], int, list[tuple[int, tuple[Any, ...]]]]:
@@ -196,9 +236,9 @@ def _insert_new(
 def _rewrite(conn: Connection, changed: list[tuple[int, tuple[Any, ...]]], retention_days: int) -> None:
     """Known messages with new content: the same id, the new content (see the module docstring)."""
     ids = [message_id for message_id, _ in changed]
-    first_ingested = dict(conn.execute(REMOVE_OLD, {"ids": ids}).tuples().all())
     columns = _columns([row for _, row in changed])
     conn.execute(REKEY, {"ids": ids, **columns})
+    first_ingested = dict(conn.execute(REMOVE_OLD, {"ids": ids}).tuples().all())
     ingested_at = [first_ingested.get(message_id) for message_id in ids]
     conn.execute(
         INSERT_REWRITTEN,

@@ -163,6 +163,7 @@ INSERT_QUARANTINE = text(
     """
     insert into quarantine (run_id, namespace, subject_id, source, position, field, reason, error, raw_record)
     values (:run_id, :namespace, :subject_id, :source, :position, :field, :reason, :error, :raw_record)
+    on conflict ((coalesce(namespace, '')), source, position, (md5(raw_record))) do nothing
     """
 )
 RESTORE_EXPIRED_KEYS = text(

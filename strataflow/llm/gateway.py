@@ -6,9 +6,15 @@ models/llm.py with exactly one repair call on a schema or JSON error, retries wi
 429, 5xx and timeouts (litellm's and the OpenAI SDK's own retries are off), a per-process concurrency limit,
 one `llm_calls` row per request sent (committed on a connection of the gateway's own small pool, so it
 survives the caller's rollback and never waits for the caller's pool), a result cache (`llm_cache`, keyed by
-stage, prompt version, model and input hash) and a per-run budget checked BEFORE each request. A cache hit or
-a budget refusal sends nothing and writes no row. The ledger rows, the cache and the run's spend are read and
-written in strataflow.llm.ledger.
+stage, prompt version, model, namespace and input hash: one namespace never gets another's answer) and a
+per-run budget checked BEFORE each request. A cache hit or a budget refusal sends nothing and writes no row.
+The ledger rows, the cache and the run's spend are read and written in strataflow.llm.ledger.
+
+The run's token budget is shared fairly among the namespaces a stage works for (share_budget): each gets
+STRATAFLOW_LLM_BUDGET_NAMESPACE_TOKENS[namespace] when set, else an equal part of
+STRATAFLOW_LLM_BUDGET_TOKENS.
+A namespace that has spent its share is refused (NamespaceBudgetExhausted) while the others go on, so one
+tenant with many subjects cannot starve the rest; the run's whole budget still stops everything.
 
 API keys come only from the environment (litellm reads them); error texts are scrubbed before they are stored.
 """
@@ -21,6 +27,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -30,7 +37,15 @@ from pydantic import BaseModel, ValidationError
 from strataflow.config import Settings
 from strataflow.db.engine import ledger_engine_for
 from strataflow.llm import lazy, rate_limits
-from strataflow.llm.ledger import LLMCall, cached_answer, input_hash, record_call, run_spend, store_answer
+from strataflow.llm.ledger import (
+    LLMCall,
+    cached_answer,
+    input_hash,
+    namespace_spend,
+    record_call,
+    run_spend,
+    store_answer,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +72,15 @@ class LLMError(RuntimeError):
 
 class BudgetExhausted(LLMError):
     """The run's token or USD budget is spent; no request was sent. The stage stops and resumes next run."""
+
+
+class NamespaceBudgetExhausted(BudgetExhausted):
+    """One namespace's share of the run's budget is spent; no request was sent. Only that namespace's
+    scopes stop (the stage goes on with the others) and resume next run."""
+
+    def __init__(self, namespace: str, message: str) -> None:
+        super().__init__(message)
+        self.namespace = namespace
 
 
 @dataclass
@@ -133,6 +157,8 @@ class LLMGateway:
         self.cost_usd = 0.0
         self.requests_sent = 0
         self.cache_hits = 0
+        self.namespaces: tuple[str, ...] = ()
+        self._tokens_by_namespace: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def model_for(self, stage: str) -> str:
@@ -198,6 +224,22 @@ class LLMGateway:
             return self.tokens_used, self.cost_usd
         return run_spend(self.engine, self.run_id)
 
+    def share_budget(self, namespaces: Iterable[str]) -> None:
+        """Split the run's token budget among these namespaces (the ones a stage has work for)."""
+        self.namespaces = tuple(sorted(set(namespaces)))
+
+    def namespace_budget(self, namespace: str | None) -> int | None:
+        """The tokens namespace may spend in this run: its configured share, else an equal part of the
+        budget among the namespaces shared (None: no share, only the run's budget applies)."""
+        if namespace is None:
+            return None
+        configured = self.settings.llm_budget_namespace_tokens.get(namespace)
+        if configured is not None:
+            return configured
+        if len(self.namespaces) < 2 or namespace not in self.namespaces:
+            return None
+        return self.settings.llm_budget_tokens // len(self.namespaces)
+
     def _check_budget(self, call: LLMCall) -> None:
         tokens, usd = self.spent()
         if tokens >= self.settings.llm_budget_tokens:
@@ -211,6 +253,20 @@ class LLMGateway:
                 f"{call.stage}: the run's USD budget is spent (${usd:.4f} of ${self.settings.llm_budget_usd},"
                 " STRATAFLOW_LLM_BUDGET_USD); the next run resumes"
             )
+        share = self.namespace_budget(call.namespace)
+        if share is not None and call.namespace is not None:
+            spent = (
+                namespace_spend(self.engine, self.run_id, call.namespace)
+                if self.run_id is not None
+                else self._tokens_by_namespace.get(call.namespace, 0)
+            )
+            if spent >= share:
+                raise NamespaceBudgetExhausted(
+                    call.namespace,
+                    f"{call.stage}: namespace {call.namespace!r} has spent its share of the run's token "
+                    f"budget ({spent} of {share} tokens; STRATAFLOW_LLM_BUDGET_NAMESPACE_TOKENS, or an equal "
+                    "part of STRATAFLOW_LLM_BUDGET_TOKENS); its scopes resume next run",
+                )
 
     # -- requests -----------------------------------------------------------------------------------------
 
@@ -350,3 +406,6 @@ class LLMGateway:
             self.requests_sent += 1
             self.tokens_used += prompt_tokens + completion_tokens
             self.cost_usd += cost or 0.0
+            if call.namespace is not None:
+                spent = self._tokens_by_namespace.get(call.namespace, 0)
+                self._tokens_by_namespace[call.namespace] = spent + prompt_tokens + completion_tokens

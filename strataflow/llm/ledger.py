@@ -3,7 +3,8 @@
 strataflow.llm.gateway decides when to send, retry, repair or refuse; this module holds what it reads and
 writes around that: the identity of a piece of work (`LLMCall`, keyed by `input_hash`), one ledger row per
 request sent (committed on its own connection, so it survives the caller's rollback), the cached parsed
-answer of that work, and the tokens and USD a run has spent so far (for the budget check).
+answer of that work, and the tokens and USD a run has spent so far, in all and per namespace (for the budget
+checks). The cache is keyed by namespace too (sql/282): one namespace never reads another's answers.
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ T = TypeVar("T", bound=BaseModel)
 SELECT_CACHE = text(
     """
     select response from llm_cache
-    where stage = :stage and prompt_version = :prompt_version and model = :model and input_hash = :input_hash
+    where stage = :stage and prompt_version = :prompt_version and model = :model
+        and coalesce(namespace, '') = coalesce(cast(:namespace as text), '') and input_hash = :input_hash
     """
 )
 INSERT_CACHE = text(
     """
     insert into llm_cache (stage, prompt_version, model, input_hash, namespace, subject_id, response)
     values (:stage, :prompt_version, :model, :input_hash, :namespace, :subject_id, cast(:response as jsonb))
-    on conflict (stage, prompt_version, model, input_hash) do update
+    on conflict (stage, prompt_version, model, (coalesce(namespace, '')), input_hash) do update
     set response = excluded.response, created_at = now()
     """
 )
@@ -47,6 +49,14 @@ SELECT_RUN_SPEND = text(
     select coalesce(sum(prompt_tokens + completion_tokens), 0) as tokens,
            coalesce(sum(cost_usd), 0) as cost_usd
     from llm_calls where run_id = :run_id
+    """
+)
+
+
+SELECT_NAMESPACE_SPEND = text(
+    """
+    select coalesce(sum(prompt_tokens + completion_tokens), 0)
+    from llm_calls where run_id = :run_id and namespace = :namespace
     """
 )
 
@@ -112,6 +122,14 @@ def run_spend(engine: Engine, run_id: uuid.UUID) -> tuple[int, float]:
     with engine.connect() as conn:
         row = conn.execute(SELECT_RUN_SPEND, {"run_id": run_id}).one()
     return int(row.tokens), float(row.cost_usd)
+
+
+def namespace_spend(engine: Engine, run_id: uuid.UUID, namespace: str) -> int:
+    """Tokens the ledger holds for the run's requests of one namespace."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(SELECT_NAMESPACE_SPEND, {"run_id": run_id, "namespace": namespace}).scalar_one()
+        )
 
 
 def cached_answer(engine: Engine, call: LLMCall, schema: type[T]) -> T | None:

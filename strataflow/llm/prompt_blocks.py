@@ -1,4 +1,4 @@
-"""How user content is put inside prompts, and read back by the offline provider.
+r"""How user content is put inside prompts, and read back by the offline provider.
 
 User content is data, never instructions: it travels as JSON lines between explicit markers, so a
 message such as "ignore previous instructions" is a string value inside a JSON object that the model is
@@ -22,10 +22,15 @@ Every prompt also names its stage in a <task> block (extract, rollup, reflect, h
     extract
     </task>
 
-User text cannot end a block or start one: in a JSON line every "<" is written \u003c, and the characters
-that some readers take for line breaks (U+2028, U+2029, U+0085) are escaped too, so one record is always
-exactly one line; a block's lines are split on "\n" only. In a text block, a "<" that could begin a marker
-is written &lt;. A record that cannot be written as one JSON line is an error naming it, never dropped.
+User text cannot end a block or start one, nor start a line of its own: it is always written by one function,
+`quote_text` (a JSON string literal) or, for whole records, `json_text` (JSON), and both escape the same
+characters as \uXXXX inside strings: every "<" (so no marker, tag, comment or `<` + invisible characters can
+open or close anything), every line break str.splitlines() knows (\n, \r, \v, \f, U+001C-U+001E, U+0085,
+U+2028, U+2029: JSON escapes the ASCII ones, this module the others), the other control characters and the
+bidirectional overrides. So one record, or one value, is always exactly one line, and json.loads gives back
+exactly what was put in. The same function writes the context block an agent reads (strataflow.retrieval),
+the seed 002 profile documents between their markers, and every MCP tool answer (strataflow.service). A
+record that cannot be written as one JSON line is an error naming it, never dropped.
 """
 
 from __future__ import annotations
@@ -37,11 +42,10 @@ from typing import Any
 
 # The closing marker must start a line: JSON lines hold no raw newline, so user text cannot close a block.
 BLOCK = re.compile(r"<(?P<name>[a-z_]+)>\n(?P<body>.*?)\n</(?P=name)>", re.DOTALL)
-# Written as \uXXXX inside JSON strings (they can only occur inside strings, so this keeps the JSON valid).
-JSON_LINE_ESCAPES = {"<": "\\u003c", "\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
-JSON_LINE_UNSAFE = re.compile("[<\u2028\u2029\u0085]")
-# A "<" that could begin a tag, a closing tag, a comment or a marker such as <!-- USER_MEMORY_START -->.
-MARKUP_START = re.compile(r"<(?=[A-Za-z/!?])")
+# Written as \uXXXX inside JSON strings (they can only occur inside strings, so this keeps the JSON valid):
+# "<",
+# DEL and the C1 controls (U+0085 among them), the line and paragraph separators, the bidirectional overrides.
+JSON_LINE_UNSAFE = re.compile("[<\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class PromptBlockError(ValueError):
@@ -49,18 +53,28 @@ class PromptBlockError(ValueError):
 
 
 def escape_json(json_text: str) -> str:
-    """JSON text with "<", U+2028, U+2029 and U+0085 written as \\uXXXX (the same JSON value once parsed)."""
-    return JSON_LINE_UNSAFE.sub(lambda match: JSON_LINE_ESCAPES[match.group()], json_text)
+    """JSON text with "<", the C1 controls, U+2028, U+2029 and the bidirectional overrides written as
+    \\uXXXX (the same JSON value once parsed; json.dumps already escapes the ASCII control characters)."""
+    return JSON_LINE_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", json_text)
+
+
+def quote_text(value: str) -> str:
+    """User text as one safe line: a JSON string literal, quotes included (module docstring). This is the
+    one escaping of a value that reaches a prompt or a tool answer; json.loads(quote_text(v)) == v."""
+    return escape_json(json.dumps(value, ensure_ascii=False))
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """A JSON value (a record, a tool answer) with every string escaped as quote_text escapes it."""
+    separators = (",", ": ") if indent else (", ", ": ")
+    return escape_json(
+        json.dumps(value, ensure_ascii=False, default=str, indent=indent, separators=separators)
+    )
 
 
 def json_line(record: Mapping[str, Any]) -> str:
     """One record as a single JSON line that cannot open or close a block (see the module docstring)."""
     return escape_json(json.dumps(dict(record), ensure_ascii=False, default=str, separators=(",", ":")))
-
-
-def escape_markup(value: str) -> str:
-    """Text placed between markers, with every "<" that could begin a marker written as &lt;."""
-    return MARKUP_START.sub("&lt;", value)
 
 
 def json_lines_block(name: str, records: Iterable[Mapping[str, Any]]) -> str:
@@ -78,7 +92,9 @@ def json_lines_block(name: str, records: Iterable[Mapping[str, Any]]) -> str:
 
 
 def text_block(name: str, body: str) -> str:
-    return f"<{name}>\n{escape_markup(body)}\n</{name}>"
+    """A <name> block of the prompt's own text (a stage name, a week, existing keys): a "<" in it is written
+    \\u003c, as everywhere, so it cannot close the block."""
+    return f"<{name}>\n{escape_json(body)}\n</{name}>"
 
 
 def parse_blocks(prompt: str) -> dict[str, str]:

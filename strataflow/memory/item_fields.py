@@ -16,7 +16,6 @@ value it refuses raises MemoryFieldError (a ValueError), which names the field.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import unicodedata
@@ -32,6 +31,9 @@ SEED_003_TYPES = {"user": "fact", "project": "meta", "feedback": "feedback", "re
 MAX_NAME_CHARS = 255  # seed 003: name VARCHAR(255)
 MAX_DESCRIPTION_CHARS = 500  # seed 003: description VARCHAR(500)
 MAX_CONTENT_CHARS = 20_000
+# Kinds only the pipeline writes (the hot summary the context injects first): no surface accepts them.
+INTERNAL_KINDS = frozenset({MemoryKind.hot_summary.value})
+CURSOR = re.compile(r"^[1-9][0-9]{0,17}$")  # an item id below 10^18 (within bigint)
 
 
 class MemoryFieldError(ValueError):
@@ -48,12 +50,16 @@ def normalize_kind(kind: str) -> str:
 
 
 def resolve_type(entry_type: str) -> tuple[str, str | None]:
-    """(kind, seed type or None) of a seed 003 type or a kind; MemoryFieldError (field type) otherwise."""
+    """(kind, seed type or None) of a seed 003 type or a kind; MemoryFieldError (field type) otherwise. An
+    internal kind (hot_summary: the pipeline's own) is refused like an unknown one."""
     name = entry_type.strip().lower()
     try:
-        return MemoryKind(SEED_003_TYPES.get(name, name)).value, name if name in SEED_003_TYPES else None
+        kind = MemoryKind(SEED_003_TYPES.get(name, name)).value
+        if kind in INTERNAL_KINDS:
+            raise ValueError(kind)
+        return kind, name if name in SEED_003_TYPES else None
     except ValueError:
-        allowed = ", ".join(k.value for k in MemoryKind if k is not MemoryKind.hot_summary)
+        allowed = ", ".join(k.value for k in MemoryKind if k.value not in INTERNAL_KINDS)
         raise MemoryFieldError(
             "type", f"memory kind {entry_type!r} is not one of {allowed} (or user, project)"
         ) from None
@@ -162,19 +168,14 @@ def version_of(row: Mapping[Any, Any]) -> MemoryVersion:
 
 
 def encode_cursor(item_id: int) -> str:
-    """The next_cursor of a page that ends at item_id."""
-    return base64.urlsafe_b64encode(f"before:{item_id}".encode()).decode().rstrip("=")
+    """The next_cursor of a page that ends at item_id: the id, in decimal (the next page starts below it)."""
+    return str(item_id)
 
 
 def decode_cursor(cursor: str | None) -> int | None:
     """The item id a cursor from encode_cursor stands for (None for no cursor); MemoryFieldError otherwise."""
     if not cursor:
         return None
-    try:
-        decoded = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        label, _, number = decoded.partition(":")
-        if label == "before" and number.isdigit():
-            return int(number)
-    except (ValueError, UnicodeDecodeError):
-        pass
+    if CURSOR.match(cursor):
+        return int(cursor)
     raise MemoryFieldError("cursor", "cursor is not one this API returned; pass next_cursor as it came back")

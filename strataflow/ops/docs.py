@@ -70,9 +70,10 @@ SECTION_INTROS = {
 
 CONFIGURATION_INTRO = """# Configuration
 
-Settings come from the environment (prefix `STRATAFLOW_`) or a `.env` file, are read once per command or
-flow (`load_settings()` in `strataflow/config.py`) and passed down; a bad value stops the command with a
-message naming the setting and what is allowed. This table is generated from `Settings`.
+Settings come from the environment (prefix `STRATAFLOW_`) or one settings file, `$STRATAFLOW_HOME/.env`
+(or the file `STRATAFLOW_ENV_FILE` names; a `.env` in the working directory is never read), are read once
+per command or flow (`load_settings()` in `strataflow/config.py`) and passed down; a bad value stops the
+command with a message naming the setting and what is allowed. This table is generated from `Settings`.
 """
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -201,8 +202,27 @@ def collect_tables(
     tables: dict[str, tuple[list[str], list[Sequence[Any]]]] = {}
     for title, (column, sql) in TABLES.items():
         result = conn.execute(text(sql.format(f=NS_FILTER.format(col=column))), {"namespace": namespace})
-        tables[title] = ([str(key) for key in result.keys()], [tuple(row) for row in result])
+        columns = [str(key) for key in result.keys()]
+        rows: list[Sequence[Any]] = [_subject_by_hash(columns, tuple(row)) for row in result]
+        tables[title] = ([SUBJECT_HEADER if c == "subject_id" else c for c in columns], rows)
     return tables
+
+
+SUBJECT_HEADER = "subject (sha256)"
+
+
+def _subject_by_hash(columns: list[str], row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A report names a subject by the hash `strataflow forget` reports (scope_ref), never by its id: a
+    page written before a forget keeps no subject id."""
+    from strataflow.pipeline.runs import scope_ref
+
+    if "subject_id" not in columns:
+        return row
+    at, ns = columns.index("subject_id"), columns.index("namespace") if "namespace" in columns else None
+    values = list(row)
+    if values[at] is not None:
+        values[at] = scope_ref(str(values[ns]) if ns is not None else "", str(values[at])).split("/", 1)[-1]
+    return tuple(values)
 
 
 def write_report(
@@ -216,7 +236,10 @@ def write_report(
     tables = collect_tables(conn, namespace)
     page = render_page(plots, tables, namespace, now)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the page holds memory text: private
+    with os.fdopen(fd, "w", encoding="utf-8") as page_file:
+        os.fchmod(page_file.fileno(), 0o600)
+        page_file.write(page)
     points = sum(len(points) for plot in plots for points in plot.series.values())
     return ReportResult(path=out, count_plots=len(plots), count_points=points, count_tables=len(tables))
 

@@ -54,7 +54,7 @@ SELECT_CACHED = text(
     """
     select input_hash from llm_cache
     where stage = :stage and prompt_version = :prompt_version and model = :model
-      and input_hash = any(:hashes)
+      and coalesce(namespace, '') = :namespace and input_hash = any(:hashes)
     """
 )
 
@@ -123,7 +123,11 @@ def plan_extract(
                 continue
             units += 1
             keys = extract.existing_keys(conn, scope.namespace, scope.subject_id)
-            cached = set() if recompute is None or recompute.force else cached_batches(conn, counter, work)
+            cached = (
+                set()
+                if recompute is None or recompute.force
+                else cached_batches(conn, counter, work, scope.namespace)
+            )
             for batch in work.batches:
                 current = work.current or extract.batch_cache_key(batch) in cached
                 prompt = extract.build_extract_messages(batch, keys)
@@ -131,13 +135,17 @@ def plan_extract(
     return counter.finish(conn, "extract", units)
 
 
-def cached_batches(conn: Connection, counter: Counter, work: extract.ScopeWork) -> set[str]:
-    """Cache keys of the work's batches that the configured model and prompt version already answered."""
+def cached_batches(conn: Connection, counter: Counter, work: extract.ScopeWork, namespace: str) -> set[str]:
+    """Cache keys of the work's batches that the configured model and prompt version already answered for
+    the namespace (the cache is keyed by namespace)."""
     by_hash = {
         input_hash([], ExtractionOutput, extract.batch_cache_key(batch)): extract.batch_cache_key(batch)
         for batch in work.batches
     }
-    params = {"stage": "extract", "prompt_version": extract.PROMPT_VERSION, "model": counter.model}
+    params = {
+        "stage": "extract", "prompt_version": extract.PROMPT_VERSION, "model": counter.model,
+        "namespace": namespace,
+    }  # fmt: skip
     found = conn.execute(SELECT_CACHED, {**params, "hashes": list(by_hash)}).scalars()
     return {by_hash[value] for value in found}
 

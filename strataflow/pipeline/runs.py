@@ -7,7 +7,10 @@ a stand-alone ingest (record_run). The final state follows one policy (run_statu
 - failed: the work raised, or an LLM stage attempted units and every one of them failed;
 - completed_with_errors: some units of an LLM stage failed, the others were done;
 - budget_stopped: the LLM budget ran out (clean stop; the next run resumes);
-- completed: everything asked was done (quarantined records are counted, not failures).
+- completed: everything asked was done (quarantined records are counted, not failures);
+- crashed: the process died before it could close the run. Each run records its host, process id and the
+  process's start time; the next run of the same flow on that host marks a 'running' run whose process is
+  gone as crashed (start_run), so no run stays 'running' forever.
 
 Errors that name a scope name it by `scope_ref` (namespace and a short sha256 of namespace + subject id,
 the hash `strataflow forget` reports), never by the subject id: pipeline_runs must not keep a trace of a
@@ -19,9 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -31,6 +37,7 @@ from models.results import LLMStageResult
 
 R = TypeVar("R")
 
+CRASHED = "crashed"
 COMPLETED = "completed"
 COMPLETED_WITH_ERRORS = "completed_with_errors"
 BUDGET_STOPPED = "budget_stopped"
@@ -41,8 +48,24 @@ PRIVATE_FIELDS = frozenset({"manual_conflicts", "errors", "problems", "run_id"})
 
 INSERT_RUN = text(
     """
-    insert into pipeline_runs (run_id, flow, namespace, prefect_flow_run_id, parameters)
-    values (:run_id, :flow, :namespace, :prefect_flow_run_id, cast(:parameters as jsonb))
+    insert into pipeline_runs (run_id, flow, namespace, prefect_flow_run_id, parameters, host, pid,
+                               process_started_at)
+    values (:run_id, :flow, :namespace, :prefect_flow_run_id, cast(:parameters as jsonb), :host, :pid,
+            :process_started_at)
+    """
+)
+SELECT_RUNNING = text(
+    """
+    select run_id, pid, process_started_at from pipeline_runs
+    where flow = :flow and status = 'running' and host = :host and pid is not null
+    """
+)
+MARK_CRASHED = text(
+    """
+    update pipeline_runs
+    set status = 'crashed', finished_at = now(),
+        error = 'the process that ran it (pid ' || pid || ' on ' || host || ') ended without closing the run'
+    where run_id = any(cast(:run_ids as uuid[])) and status = 'running'
     """
 )
 FINISH_RUN = text(
@@ -123,6 +146,39 @@ def run_counts(result: Any) -> dict[str, Any]:
     return {key: value for key, value in _fields(result).items() if key not in PRIVATE_FIELDS}
 
 
+def this_process() -> tuple[str, int, datetime]:
+    """(host, pid, start time) of this process: what a run row records of the process that runs it."""
+    import psutil
+
+    started = datetime.fromtimestamp(psutil.Process().create_time(), UTC)
+    return socket.gethostname(), os.getpid(), started
+
+
+def process_alive(pid: int, started: datetime | None) -> bool:
+    """True when the process with this id runs and is the one that started then (ids are reused)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        created = process.create_time()
+    except psutil.Error:
+        return False
+    return started is None or abs(created - started.timestamp()) < 1.0
+
+
+def mark_crashed(engine: Engine, flow: str) -> list[uuid.UUID]:
+    """Mark this flow's 'running' runs of this host whose process is gone as crashed; their ids."""
+    host, _, _ = this_process()
+    with engine.begin() as conn:
+        rows = conn.execute(SELECT_RUNNING, {"flow": flow, "host": host}).all()
+        dead = [row.run_id for row in rows if not process_alive(row.pid, row.process_started_at)]
+        if dead:
+            conn.execute(MARK_CRASHED, {"run_ids": dead})
+    return dead
+
+
 def start_run(
     engine: Engine,
     flow: str,
@@ -130,8 +186,12 @@ def start_run(
     namespace: str | None = None,
     prefect_flow_run_id: str | uuid.UUID | None = None,
 ) -> uuid.UUID:
-    """Record a started run (committed at once, so a crash still leaves a trace) and return its id."""
+    """Record a started run (committed at once, so a crash still leaves a trace) and return its id; first,
+    the flow's earlier runs whose process died are marked crashed (mark_crashed)."""
+    for crashed in mark_crashed(engine, flow):
+        logging.getLogger(__name__).warning("run %s of %s had crashed: marked crashed", crashed, flow)
     run_id = uuid.uuid4()
+    host, pid, started = this_process()
     with engine.begin() as conn:
         conn.execute(
             INSERT_RUN,
@@ -141,6 +201,9 @@ def start_run(
                 "namespace": namespace,
                 "prefect_flow_run_id": prefect_flow_run_id,
                 "parameters": json.dumps(parameters or {}, default=str),
+                "host": host,
+                "pid": pid,
+                "process_started_at": started,
             },
         )
     return run_id

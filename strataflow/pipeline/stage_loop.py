@@ -7,6 +7,10 @@ them here with the function that does one unit. One policy for all (models/resul
   id) and the next unit goes on; the task raises only when every attempted unit failed;
 - a budget stop (BudgetExhausted, no request sent) ends the stage cleanly: the units done stay done, the
   result says budget_stopped and the next run resumes from the watermarks;
+- the run's budget is shared fairly among the namespaces of the stage's units (LLMGateway.share_budget): a
+  namespace that has spent its share (NamespaceBudgetExhausted) stops only its own units, each named in the
+  result's errors (the run ends completed_with_errors; they are not failures, and resume next run), while
+  the other namespaces' units go on;
 - the requests sent, cache hits, tokens and cost of the stage's gateway are recorded on the result.
 
 A stage's gateway carries the run id it was given (None outside a recorded run), so its ledger rows and the
@@ -21,7 +25,7 @@ from typing import Protocol, TypeVar
 
 from models.results import LLMStageResult
 from strataflow.config import Settings
-from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway
+from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway, NamespaceBudgetExhausted
 from strataflow.pipeline.runs import scope_ref, stage_logger
 
 U = TypeVar("U")
@@ -44,10 +48,23 @@ def run_units(
     """Do work(unit) for each unit under the stage failure policy (module docstring); returns result with
     the gateway's spend recorded."""
     log = stage_logger(f"strataflow.pipeline.{stage}")
+    units = list(units)
+    gateway.share_budget(ns for ns in (getattr(unit, "namespace", None) for unit in units) if ns)
+    stopped: dict[str, str] = {}  # namespace -> why its share stopped it
     try:
         for unit in units:
+            namespace = getattr(unit, "namespace", None)
+            if namespace in stopped:
+                result.errors.append(f"{unit_name(unit)}: {stopped[namespace]}")
+                continue
             try:
                 work(unit)
+            except NamespaceBudgetExhausted as exc:
+                stopped[exc.namespace] = str(exc)
+                result.errors.append(f"{unit_name(unit)}: {exc}")
+                log.warning(
+                    "%s: namespace %s stopped by its budget share; the others go on", stage, exc.namespace
+                )
             except BudgetExhausted as exc:
                 log.warning("%s stopped by the LLM budget (%s); the next run resumes", stage, exc)
                 result.budget_stopped = True

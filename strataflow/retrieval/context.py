@@ -13,7 +13,8 @@ dropped when the budget is tight):
 - other: the key L2 facts, today, retrieval hits, insights, the most similar weekly report;
 - qa, task, protocol (seed 001 QA_QUERY, QC_TASK, PROTOCOL_QA): see strataflow.retrieval.context_parts.
 
-Nothing found gives an empty text (seed 003: inject nothing), not an empty <memory-context> wrapper.
+Nothing found gives an empty text (seed 003: inject nothing), not an empty <memory-context> wrapper; with
+format json, a valid JSON block with an empty list of pieces.
 L2 items are those the one agent-visibility rule lets `agent_id` see (strataflow.memory.api: the
 namespace's, shared ones and the agent's own; without an agent, no agent's private items).
 
@@ -138,8 +139,8 @@ def build_context(
         )
         chosen = select_pieces(sections, chosen_intent, budget_tokens - fixed, fmt, settings)
     rendered, chosen = fit_exactly(chosen, chosen_intent, fmt, head, tail, budget_tokens, settings)
-    if not chosen:
-        rendered = ""  # nothing matched: inject nothing (seed 003), not an empty wrapper
+    if not chosen:  # nothing matched: inject nothing (seed 003); as JSON, a block with no pieces
+        rendered = "" if fmt == "text" else head + tail
     candidates = sum(len(pieces) for pieces in sections.values())
     return ContextResult(
         namespace=namespace, subject_id=subject_id, query=query, intent=chosen_intent, format=fmt,

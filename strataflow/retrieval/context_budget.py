@@ -6,23 +6,32 @@ Every piece is counted once with litellm.token_counter (the default tokenizer). 
 value order (SECTION_ORDER: each intent's sections, most valuable first) while they fit: a piece that does not
 fit is skipped, and a smaller later one may still fit; the first piece, the profiles and the hot memory are
 shortened to fit rather than dropped. The final text is counted once more: if joining pieces added tokens,
-the lowest-value pieces go until the exact count is within the budget. Text pieces are `- [provenance] text`
-lines under SECTION_TITLES inside <memory-context>; JSON pieces are records in a `memory_context` object.
-User text is escaped so it cannot close the block or open a marker.
+the lowest-value pieces go until the exact count is within the budget. Text pieces are `- [provenance] "text"`
+lines under SECTION_TITLES inside <memory-context>, the text a JSON string literal; JSON pieces are records in
+a `memory_context` object. User text (and a label that is not a plain word) is written by the one escaping
+function, strataflow.llm.prompt_blocks.quote_text / json_text: it cannot close the block, open a marker or
+start a line of its own, and parse_text_block reads the pieces back exactly.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Literal
+import re
+from typing import Any, Literal
 
 from strataflow.config import Settings
-from strataflow.llm.prompt_blocks import escape_json, escape_markup
+from strataflow.llm.prompt_blocks import json_text, quote_text
 from strataflow.retrieval.context_parts import ContextIntent, ContextPiece, render_profile_piece
 
 Format = Literal["text", "json"]
 
 MIN_SHORTENED_TOKENS = 24  # do not shorten a piece to less than this
+PLAIN_LABEL = re.compile(r"^[\w.:@+-]+$")  # a key, a role, a week start: written as it is
+QUOTED = r'"(?:[^"\\]|\\.)*"'
+PIECE_LINE = re.compile(
+    rf"^- \[(?P<layer>\S+) (?P<kind>[^\s:\]]+)(?::(?P<label>{QUOTED}|[\w.:@+-]+))? (?P<rest>id=[^\]]*)\] "
+    rf"(?P<text>{QUOTED})$"
+)
 
 SECTION_ORDER: dict[str, tuple[str, ...]] = {
     "recap": (
@@ -128,13 +137,13 @@ def fit_exactly(
 
 
 def block_wrapper(fmt: Format, namespace: str, subject_id: str, intent: ContextIntent) -> tuple[str, str]:
+    """The block's opening and closing text; an empty block (head + tail) is valid JSON with no pieces."""
     if fmt == "json":
-        head = json.dumps(
-            {"memory_context": {"namespace": namespace, "subject_id": subject_id, "intent": intent}},
-            ensure_ascii=False,
+        head = json_text(
+            {"memory_context": {"namespace": namespace, "subject_id": subject_id, "intent": intent}}
         )
         return head[:-2] + ', "pieces": [', "]}}"
-    attrs = f'namespace="{_attr(namespace)}" subject="{_attr(subject_id)}" intent="{intent}"'
+    attrs = f"namespace={quote_text(namespace)} subject={quote_text(subject_id)} intent={quote_text(intent)}"
     return f"<memory-context {attrs}>\n", "</memory-context>"
 
 
@@ -182,15 +191,49 @@ def _render_piece(piece: ContextPiece, fmt: Format, settings: Settings) -> str:
             "source_message_ids": piece.source_message_ids, "score": piece.score, "event_at": when,
             "label": piece.label, "text": piece.text,
         }  # fmt: skip
-        return escape_json(json.dumps(record, ensure_ascii=False))
+        return json_text(record)
     ident = "+".join(str(i) for i in piece.ids)
-    what = f"{piece.kind}:{escape_markup(piece.label)}" if piece.label else piece.kind
+    label = piece.label if PLAIN_LABEL.match(piece.label) else quote_text(piece.label)
+    what = f"{piece.kind}:{label}" if piece.label else piece.kind
     provenance = f"{piece.layer} {what} id={ident} score={piece.score:g}" + (f" at={when}" if when else "")
     if piece.source_message_ids and piece.layer != "L1":
         provenance += " from=" + ",".join(str(i) for i in piece.source_message_ids[:5])
-    # User text is data: it cannot close <memory-context> or open a marker (escape_markup).
-    return f"- [{provenance}] {escape_markup(piece.text).replace(chr(10), chr(10) + '  ')}\n"
+    # User text is data: one JSON string on the piece's line (quote_text), never a marker or a line of its
+    # own.
+    return f"- [{provenance}] {quote_text(piece.text)}\n"
 
 
-def _attr(value: str) -> str:
-    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+def parse_text_block(block: str) -> list[dict[str, Any]]:
+    """The pieces of a text context block, read back: [{"section", "layer", "kind", "label", "provenance",
+    "text"}] in order
+    (what an agent framework, or a test, gets out of the block). A line that is neither the wrapper, a section
+    title, a profile marker or document, nor a piece raises ValueError naming it."""
+    titles: dict[str, str] = {}
+    for name, title in SECTION_TITLES.items():
+        if title:
+            titles.setdefault(f"## {title}", name)  # reports and more_reports share a title: reports
+    pieces: list[dict[str, Any]] = []
+    section = ""
+    for number, line in enumerate(block.split("\n"), start=1):
+        if line.startswith("<memory-context ") or line in ("", "</memory-context>"):
+            continue
+        if line.startswith("<!-- ") or line.startswith("{"):  # seed 002 markers and their JSON document
+            continue
+        if line in titles:
+            section = titles[line]
+            continue
+        found = PIECE_LINE.match(line)
+        if found is None:
+            raise ValueError(f"line {number} of the context block is not a piece: {line[:60]!r}")
+        label = found.group("label") or ""
+        pieces.append(
+            {
+                "section": section,
+                "layer": found.group("layer"),
+                "kind": found.group("kind"),
+                "label": json.loads(label) if label.startswith('"') else label,
+                "provenance": found.group("rest"),
+                "text": json.loads(found.group("text")),
+            }
+        )
+    return pieces

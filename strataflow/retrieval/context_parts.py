@@ -207,17 +207,17 @@ def profile_pieces(conn: Connection, namespace: str, subject_id: str, profile: s
 
 def render_profile_piece(piece: ContextPiece, fmt: str) -> str:
     """A profile piece between seed 002's markers (text), or as a JSON record naming its kind."""
-    import json
-
-    from strataflow.llm.prompt_blocks import escape_json
+    from strataflow.llm.prompt_blocks import json_text
     from strataflow.memory.profiles import profile_markers
 
     start, end = profile_markers(piece.label)
-    block = f"{start}\n{piece.text}\n{end}"
+    block = (
+        f"{start}\n{piece.text}\n{end}"  # piece.text: the document as one escaped JSON line (profile_body)
+    )
     if fmt == "json":
         record = {"section": piece.section, "layer": piece.layer, "kind": piece.kind, "ids": piece.ids,
                   "label": piece.label, "text": block}  # fmt: skip
-        return escape_json(json.dumps(record, ensure_ascii=False))
+        return json_text(record)
     return block + "\n"
 
 

@@ -1,9 +1,15 @@
-"""The FastAPI application of `strataflow api`: routers, error handlers, the body limit and the MCP endpoint.
+"""The FastAPI application of `strataflow api`: routers, error handlers, the rate limit, the body limit and
+the MCP endpoint.
 
 One process = one engine (a small connection pool) and one embedding model, both made ready before the
 server accepts requests (the model and the token counter are warmed up, so the first request is not slow).
 Endpoints are plain `def` functions: FastAPI runs them on its thread pool, so SQL and embedding never block
-the event loop, and `--workers N` adds processes. The OpenAPI reference is at /docs.
+the event loop, and `--workers N` adds processes. The OpenAPI reference is at /docs (Swagger UI) and /redoc,
+both served from the installed fastapi-offline package (no CDN: they work offline).
+
+Middleware, outermost first: the rate limit (before any database work: strataflow.service.ratelimit), then
+the body limit (413). At start the server gives the database its online write window (the owner-run
+partition helper follows it: sql/281).
 """
 
 from __future__ import annotations
@@ -13,16 +19,22 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
-from strataflow.service import errors
+from strataflow.service import errors, openapi
+from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
+from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
 from strataflow.service.routes import context, health, memories, messages, profiles, tools
-from strataflow.service.session import Sessions
+from strataflow.service.server import GuardedH11Protocol
+from strataflow.service.session import KNOWN_KEYS_EVERY_S, Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +48,25 @@ def warm_up(settings: Settings) -> None:
 
     get_embedder(settings).encode(["warm up"])
     count_tokens("warm up")
+
+
+def prepare_database(settings: Settings, engine: Engine) -> None:
+    """Give the database this server's online write window (owner connection); a database that is down or
+    not migrated yet is left to /readyz to report."""
+    from strataflow.ingest.online import set_write_window
+
+    try:
+        with engine.begin() as conn:
+            set_write_window(conn, settings)
+    except SQLAlchemyError as exc:
+        logger.warning("could not set the online write window: %s", str(exc).splitlines()[0])
+
+
+async def keep_known_keys(sessions: Sessions) -> None:
+    """The active keys' prefixes for the rate limit: at start, then every KNOWN_KEYS_EVERY_S."""
+    while True:
+        await anyio.to_thread.run_sync(sessions.refresh_known)
+        await anyio.sleep(KNOWN_KEYS_EVERY_S)
 
 
 class BodyLimit:
@@ -68,28 +99,61 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
+class RedactQuery(logging.Filter):
+    """The access log shows a request's path without its query string (a query holds user text: the
+    context query, subjects); the log keeps every request, never what it asked."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
+            record.args = (*args[:2], args[2].split("?", 1)[0] + "?…", *args[3:])
+        return True
+
+
+def redact_access_log() -> None:
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, RedactQuery) for f in access.filters):
+        access.addFilter(RedactQuery())
+
+
+def rate_buckets(settings: Settings) -> Buckets:
+    """The server's buckets: shared by its workers through the file `strataflow api` made, else in-process."""
+    if settings.api_rate_file is not None:
+        return SharedBuckets(settings.api_rate_file, settings.api_rate_per_s, settings.api_rate_burst)
+    return Buckets(settings.api_rate_per_s, settings.api_rate_burst)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app for one server process (uvicorn calls this factory once per worker)."""
     settings = settings or load_settings()
+    GuardedH11Protocol.configure(settings.api_header_timeout_s, settings.api_max_connections)
+    redact_access_log()
     engine = engine_for(settings)
     sessions = Sessions(settings, engine)
-    mcp = build_server(settings, sessions)
+    agent_mcp = build_server(settings, sessions, writable=True)
+    analyst_mcp = build_server(settings, sessions, writable=False)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(warm_up, settings)
-        async with mcp.session_manager.run():
-            logger.info("strataflow api ready")
-            yield
+        await anyio.to_thread.run_sync(prepare_database, settings, engine)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(keep_known_keys, sessions)
+            async with agent_mcp.session_manager.run(), analyst_mcp.session_manager.run():
+                logger.info("strataflow api ready")
+                yield
+            tasks.cancel_scope.cancel()
         engine.dispose()
 
-    app = FastAPI(
+    app = FastAPIOffline(
         title="strataflow agent memory API",
         version=__version__,
         description="Three-layer memory for agents: messages in, context out, seed 003 entries, seed 002 "
         "profiles, seed 000 tools. Authenticate with `Authorization: Bearer KEY` (strataflow access "
-        "create-key); the key's role decides the namespace (X-Namespace picks one of several).",
+        "create-key); the key's role decides the namespace (X-Namespace picks one of several), a key made "
+        'with --agent acts as that agent. Errors are {"error": {"code", "message", "field"}}.',
         lifespan=lifespan,
+        dependencies=[Depends(strict_json_body)],
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -97,6 +161,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router)
-    mount_mcp(app, mcp, sessions)
+    mount_mcp(app, agent_mcp, analyst_mcp, sessions)
+    openapi.install(app, settings)
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
+    app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)  # outermost
     return app

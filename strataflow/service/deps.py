@@ -2,22 +2,101 @@
 
 `DbDep` is the request's transaction, already running as the API key's role (row-level security filters every
 read and checks every write); `WriterDep` is the same for routes that write, refused (403) for a key whose
-role is an analyst; `CallerDep` says who calls and in which namespace. The transaction commits when the route
-returns, before the response is sent, so a client that reads after a write sees it.
+role is an analyst; `CallerDep` says who calls and in which namespace; `LlmSlotDep` (listed before the
+session) waits for one of the key's LLM slots before the route takes a connection. The transaction commits
+when the route returns, before the response is sent, so a client that reads after a write sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import Connection
 
 from strataflow.config import Settings
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.session import Sessions
+
+# The OpenAPI security scheme of every /v1 route (components.securitySchemes.bearerAuth); a request without a
+# usable key is refused by the session (KeyRejected, 401 with WWW-Authenticate: Bearer), never by FastAPI.
+BEARER = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearerAuth",
+    bearerFormat="sf_<8 hex>_<43 characters>",
+    description="An API key from `strataflow access create-key NAME --role ROLE [--agent AGENT_ID]`.",
+)
+
+
+_BODY_ADAPTERS: dict[int, TypeAdapter[object]] = {}
+
+
+async def strict_json_body(request: Request) -> None:
+    """A JSON body must have exactly the types the OpenAPI document gives: validated again in pydantic's
+    strict JSON mode (no 0 for false, "10" for 10 or 0 for a date-time), before any database work. FastAPI's
+    own validation is lax; this makes the document and the service agree on every body (422 naming the
+    field)."""
+    route = request.scope.get("route")
+    field = getattr(route, "body_field", None)
+    if field is None:
+        return
+    raw = await request.body()  # FastAPI has read it already: cached
+    if not raw:
+        return
+    try:
+        # JSON Schema counts 27.0 as an integer; strict pydantic does not: whole floats are read as ints.
+        value = json.loads(raw, parse_float=_json_number)
+    except ValueError:
+        return  # FastAPI answers a body that is not JSON (400)
+    nul = _nul_path(value, ())
+    if nul is not None:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "string_pattern_mismatch",
+                    "loc": ("body", *nul),
+                    "input": None,
+                    "msg": "a NUL character (U+0000) cannot be stored",
+                }
+            ]  # fmt: skip
+        )
+    adapter = _BODY_ADAPTERS.get(id(route))
+    if adapter is None:
+        adapter = _BODY_ADAPTERS[id(route)] = TypeAdapter(field.field_info.annotation)
+    try:
+        adapter.validate_json(json.dumps(value), strict=True)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("body", *error["loc"])} for error in exc.errors(include_url=False)]
+        ) from None
+
+
+def _json_number(text: str) -> float | int:
+    number = float(text)
+    return int(number) if number.is_integer() else number
+
+
+def _nul_path(value: object, path: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """Where a JSON value holds a NUL in a string or a key (PostgreSQL cannot store one), or None."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = (*path, key) if "\x00" in key else _nul_path(item, (*path, key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_path(item, (*path, index))
+            if found is not None:
+                return found
+    return None
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -35,16 +114,22 @@ async def get_settings(request: Request) -> Settings:
 
 def open_session(
     request: Request,
-    authorization: Annotated[
-        str | None, Header(description="Bearer KEY (strataflow access create-key)")
-    ] = None,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
     x_namespace: Annotated[
-        str | None, Header(description="the namespace to use, when the key's role has several")
+        str | None,
+        Header(max_length=512, description="the namespace to use, when the key's role has several"),
     ] = None,
 ) -> Iterator[tuple[Connection, Caller]]:
     sessions: Sessions = request.app.state.sessions
-    with sessions.open(bearer_token(authorization), x_namespace) as session:
+    key = credentials.credentials if credentials is not None else None
+    with sessions.open(key, x_namespace) as session:
         yield session
+
+
+async def llm_slot(request: Request) -> AsyncIterator[None]:
+    sessions: Sessions = request.app.state.sessions
+    async with sessions.llm_slot(bearer_token(request.headers.get("authorization"))):
+        yield
 
 
 Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
@@ -66,6 +151,7 @@ async def get_writer(session: Session) -> Connection:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+LlmSlotDep = Annotated[None, Depends(llm_slot, scope="function")]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 DbDep = Annotated[Connection, Depends(get_db)]
 WriterDep = Annotated[Connection, Depends(get_writer)]

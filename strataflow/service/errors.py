@@ -11,7 +11,6 @@ with Retry-After; 503 the database unreachable.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -23,12 +22,14 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
+from models.messages import REASONS
 from strataflow.db.roles import AccessError
 from strataflow.memory.api import MemoryConflict, MemoryForbidden, MemoryNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
-from strataflow.service.session import RateLimited
+from strataflow.service.schemas import UNION_TAGS
 
 logger = logging.getLogger(__name__)
+BEARER_CHALLENGE = 'Bearer realm="strataflow"'
 
 STATUS_CODES = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
@@ -64,32 +65,69 @@ class BodyTooLarge(Exception):
 def error_response(
     status: int, message: str, field: str | None = None, code: str | None = None, **headers: str
 ) -> JSONResponse:
+    # An error can quote what the client sent (a key, a value): never a NUL, which the document excludes.
+    message, field = message.replace("\x00", "\\u0000"), field and field.replace("\x00", "\\u0000")
     detail = ErrorDetail(code=code or STATUS_CODES.get(status, "error"), message=message, field=field)
     return JSONResponse(ErrorBody(error=detail).model_dump(), status_code=status, headers=headers or None)
 
 
+# What any authenticated route may answer besides its success (each with the error body, JSON).
+ROUTE_ERRORS = (400, 401, 403, 404, 409, 413, 422, 429, 503)
+ERROR_MEANINGS = {
+    400: "the body is not JSON, or X-Namespace is missing for a key with several namespaces",
+    401: "no API key, or one that is unknown, revoked or expired (WWW-Authenticate: Bearer)",
+    403: "the key's role or agent may not do this (an analyst writing, a namespace not granted, another "
+    "agent's entry)",
+    404: "nothing with that id the key may see",
+    409: "a name already taken",
+    413: "the body is over STRATAFLOW_API_MAX_BODY_BYTES",
+    422: "a field the service refuses, named in error.field",
+    429: "the rate limit (Retry-After says when to retry)",
+    503: "the database is unavailable; retry shortly",
+}
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=` for a route: each status with the error body."""
+    """OpenAPI `responses=` for a route: each status (all of ROUTE_ERRORS by default) with the error body."""
     return {
-        status: {"model": ErrorBody, "description": STATUS_CODES.get(status, "error")} for status in statuses
+        status: {
+            "model": ErrorBody,
+            "description": ERROR_MEANINGS.get(status, STATUS_CODES.get(status, "error")),
+        }
+        for status in statuses or ROUTE_ERRORS
     }
 
 
-def _validation(_: Request, exc: Exception) -> JSONResponse:
+def _validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": "value_error"}
     if first.get("type") == "json_invalid":
         return error_response(400, f"the body is not valid JSON: {first.get('msg')}", code="invalid_json")
     loc = [str(part) for part in first.get("loc", ())]
+    message_body = len(loc) > 1 and loc[0] == "body" and loc[1] in UNION_TAGS  # POST /v1/messages
+    profile_body = (
+        len(loc) > 2 and loc[:2] == ["body", "content"] and request.url.path.startswith("/v1/profiles/")
+    )
+    loc = [part for index, part in enumerate(loc) if not (index == 1 and (message_body or profile_body))]
     field = ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc) or None
+    code = _message_code(first.get("type", ""), field or "") if message_body else None
     shown = repr(first.get("input"))
     got = (
         ""
         if first.get("type") == "missing"
         else f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
     )
-    return error_response(422, f"{field or 'request'}: {first.get('msg')}{got}", field=field)
+    return error_response(422, f"{field or 'request'}: {first.get('msg')}{got}", field=field, code=code)
+
+
+def _message_code(error_type: str, field: str) -> str:
+    """The batch ingest's reason for a message field (models.messages.REASONS): the same codes either way."""
+    if field.endswith("role") and error_type == "literal_error":
+        return "unknown_role"
+    if field.endswith("created_at"):
+        return "bad_timestamp"
+    return REASONS.get(error_type, "invalid_value")
 
 
 def _http(request: Request, exc: Exception) -> JSONResponse:
@@ -97,7 +135,35 @@ def _http(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc.__cause__, BodyTooLarge):  # FastAPI wraps errors while it reads the body
         return _body_too_large(request, exc.__cause__)
     message = str(exc.detail) if exc.detail else STATUS_CODES.get(exc.status_code, "error")
-    return error_response(exc.status_code, message, **(exc.headers or {}))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
+    return error_response(exc.status_code, message, **headers)
+
+
+METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods the OpenAPI document gives the path (its most specific template: /v1/memories/search
+    over /v1/memories/{item_id}); a path can have one route per method, and Starlette's own 405 names only
+    the first route's. A path outside the document keeps Starlette's answer."""
+    paths = request.app.openapi().get("paths", {})
+    segments = request.url.path.rstrip("/").split("/")
+    best: tuple[int, list[str]] | None = None
+    for template, operations in paths.items():
+        parts = template.rstrip("/").split("/")
+        if len(parts) != len(segments):
+            continue
+        if all(
+            part.startswith("{") or part == segment for part, segment in zip(parts, segments, strict=True)
+        ):
+            literal = sum(not part.startswith("{") for part in parts)
+            if best is None or literal > best[0]:
+                best = (literal, [method.upper() for method in operations])
+    if best is None:
+        return ""
+    return ", ".join(sorted(best[1], key=lambda m: (*METHOD_ORDER, m).index(m)))
 
 
 def _api(_: Request, exc: Exception) -> JSONResponse:
@@ -105,9 +171,8 @@ def _api(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status, exc.message, exc.field, exc.code, **exc.headers)
 
 
-def _rate_limited(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RateLimited)
-    return error_response(429, str(exc), **{"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
+def _key_rejected(_: Request, exc: Exception) -> JSONResponse:
+    return error_response(401, str(exc), **{"WWW-Authenticate": BEARER_CHALLENGE})
 
 
 def _value(_: Request, exc: Exception) -> JSONResponse:
@@ -158,8 +223,7 @@ HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = 
     RequestValidationError: _validation,
     HTTPException: _http,
     ApiError: _api,
-    RateLimited: _rate_limited,
-    KeyRejected: _status(401),
+    KeyRejected: _key_rejected,
     NamespaceRequired: _status(400, "namespace_required"),
     AccessError: _status(403),
     MemoryForbidden: _status(403),

@@ -5,6 +5,11 @@ prefix that finds the key's row; the whole key is never stored, only its SHA-256
 so a fast hash is enough). A key is bound to one login role of the agent or analyst group; every request with
 it runs its transaction as that role (strataflow.db.roles.as_role), so the role's namespace grants and the
 row-level security policies decide what it sees. A role granted several namespaces picks one per request.
+
+A key may also be bound to one agent (``create-key --agent ID``, sql/280): every request with it acts as that
+agent (its own private entries, shared ones and the namespace's), and a request that names another agent is
+refused (AgentForbidden, 403). A key bound to no agent acts as the agent a request names, or as no agent,
+which sees no agent's private entries.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from strataflow.db.roles import AccessError
 KEY_FORMAT = re.compile(r"^(sf_[0-9a-f]{8})_[A-Za-z0-9_-]{20,100}$")
 KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 KINDS = {"strataflow_agent": "agent", "strataflow_analyst": "analyst"}
+# An agent id: 1-512 characters, no control character and no '/' (as subject ids).
+AGENT_ID = re.compile(r"^[^\x00-\x1f\x7f-\x9f/]{1,512}$")
 
 ROLE_GROUP = """
     (select min(g.rolname) from pg_roles as r
@@ -34,15 +41,15 @@ ROLE_GROUP = """
 SELECT_ROLE_GROUP = text("select " + ROLE_GROUP.format(match="r.rolname = :role"))
 INSERT_KEY = text(
     """
-    insert into api_keys (name, prefix, key_hash, role_name, role_oid, expires_at)
-    select :name, :prefix, :key_hash, r.rolname, r.oid, now() + make_interval(days => :days)
+    insert into api_keys (name, prefix, key_hash, role_name, role_oid, expires_at, agent_id)
+    select :name, :prefix, :key_hash, r.rolname, r.oid, now() + make_interval(days => :days), :agent_id
     from pg_roles as r where r.rolname = :role
     returning key_id, created_at, expires_at
     """
 )
 SELECT_KEYS = text(
     """
-    select name, prefix, role_name, created_at, expires_at, revoked_at, last_used_at,
+    select name, prefix, role_name, agent_id, created_at, expires_at, revoked_at, last_used_at,
         case when revoked_at is not null then 'revoked'
              when expires_at <= now() then 'expired' else 'active' end as status
     from api_keys
@@ -57,7 +64,7 @@ REVOKE_KEY = text(
 )
 SELECT_KEY = text(
     f"""
-    select k.key_id, k.name, k.role_name, k.key_hash, k.revoked_at,
+    select k.key_id, k.name, k.role_name, k.agent_id, k.key_hash, k.revoked_at,
         k.expires_at is not null and k.expires_at <= now() as expired,
         {ROLE_GROUP.format(match="r.oid = k.role_oid and r.rolname = k.role_name")} as group_name,
         array(select ns from strataflow_visible_namespaces(cast(k.role_name as name)) as ns order by ns)
@@ -81,6 +88,10 @@ class NamespaceForbidden(AccessError):
     """The key's role may not use the namespace the request picked (or has none)."""
 
 
+class AgentForbidden(AccessError):
+    """A key bound to an agent named another one in its request."""
+
+
 @dataclass(frozen=True)
 class KeyInfo:
     name: str
@@ -91,11 +102,13 @@ class KeyInfo:
     expires_at: datetime | None
     revoked_at: datetime | None
     last_used_at: datetime | None
+    agent_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request comes from: the key, its role and kind, and the namespace the request uses."""
+    """Who a request comes from: the key, its role and kind, the agent it is bound to (or None), and the
+    namespace the request uses."""
 
     key_id: int
     key_name: str
@@ -103,6 +116,19 @@ class Caller:
     kind: str  # agent or analyst
     namespaces: tuple[str, ...]
     namespace: str = ""
+    agent: str | None = None
+
+    def agent_for(self, requested: str | None) -> str | None:
+        """The agent a request acts as: the key's own agent (a request naming another one is refused with
+        AgentForbidden), else the agent the request names, else None (no agent's private entries)."""
+        if self.agent is None:
+            return requested
+        if requested is not None and requested != self.agent:
+            raise AgentForbidden(
+                f"key {self.key_name!r} is bound to agent {self.agent!r}; "
+                f"it cannot act as agent {requested!r}"
+            )
+        return self.agent
 
     def in_namespace(self, wanted: str | None) -> Caller:
         """The caller bound to one namespace: the role's only one, or `wanted` (X-Namespace) among several."""
@@ -128,12 +154,14 @@ def hash_key(key: str) -> str:
 
 
 def create_key(
-    conn: Connection, name: str, role: str, expires_days: int | None = None
+    conn: Connection, name: str, role: str, expires_days: int | None = None, agent_id: str | None = None
 ) -> tuple[str, KeyInfo]:
-    """A new key for role (a login role of the agent or analyst group); returns (key, info). The key is
-    shown only here."""
+    """A new key for role (a login role of the agent or analyst group), bound to agent_id when given;
+    returns (key, info). The key is shown only here."""
     if not KEY_NAME.match(name):
         raise AccessError(f"key name {name!r}: use 1-100 letters, digits, '_', '.' or '-'")
+    if agent_id is not None and not AGENT_ID.match(agent_id):
+        raise AccessError(f"--agent {agent_id!r}: use 1-512 characters, no '/' and no control character")
     if expires_days is not None and not 1 <= expires_days <= 3650:
         raise AccessError(f"--expires must be 1-3650 days, got {expires_days}")
     if conn.execute(SELECT_ROLE_GROUP, {"role": role}).scalar() is None:
@@ -150,6 +178,7 @@ def create_key(
             "key_hash": hash_key(key),
             "role": role,
             "days": expires_days,
+            "agent_id": agent_id,
         }
         try:
             with conn.begin_nested():
@@ -160,7 +189,7 @@ def create_key(
                     f"a key named {name!r} exists; revoke it first or pick another name"
                 ) from None
             continue
-        info = KeyInfo(name, prefix, role, "active", row.created_at, row.expires_at, None, None)
+        info = KeyInfo(name, prefix, role, "active", row.created_at, row.expires_at, None, None, agent_id)
         return key, info
     raise AccessError("could not draw a unique key prefix; try again")
 
@@ -168,7 +197,15 @@ def create_key(
 def list_keys(conn: Connection) -> list[KeyInfo]:
     return [
         KeyInfo(
-            r.name, r.prefix, r.role_name, r.status, r.created_at, r.expires_at, r.revoked_at, r.last_used_at
+            r.name,
+            r.prefix,
+            r.role_name,
+            r.status,
+            r.created_at,
+            r.expires_at,
+            r.revoked_at,
+            r.last_used_at,
+            r.agent_id,
         )
         for r in conn.execute(SELECT_KEYS)
     ]
@@ -193,7 +230,9 @@ def authenticate(conn: Connection, key: str | None) -> Caller:
         raise KeyRejected(f"the API key {row.name!r} has expired")
     if row.group_name is None:
         raise KeyRejected(f"the role {row.role_name!r} of key {row.name!r} no longer exists or cannot log in")
-    return Caller(row.key_id, row.name, row.role_name, KINDS[row.group_name], tuple(row.namespaces))
+    return Caller(
+        row.key_id, row.name, row.role_name, KINDS[row.group_name], tuple(row.namespaces), agent=row.agent_id
+    )
 
 
 def touch(conn: Connection, caller: Caller) -> None:

@@ -4,6 +4,17 @@ Transports: stdio (`strataflow mcp`, the key from STRATAFLOW_API_KEY, the namesp
 STRATAFLOW_API_NAMESPACE when the key's role has several) and streamable HTTP at /mcp on the API server (the
 key as `Authorization: Bearer KEY`, X-Namespace as over HTTP). Every tool call is one transaction as the key's
 role (strataflow.service.session), the same as an HTTP request, and one call into the library.
+
+- /mcp checks the key before the MCP layer sees the request: a missing, invalid, revoked or expired key is
+  401 with `WWW-Authenticate: Bearer` (initialize included), so a client asks for a key instead of starting
+  an OAuth flow.
+- An analyst key (read-only) is offered the read tools only; an agent key all nine.
+- Tool arguments carry the HTTP API's limits (lengths, patterns, enums: strataflow.service.schemas).
+- Every answer that holds user text is written by the one escaping function (quote_text / json_text of
+  strataflow.llm.prompt_blocks): no stored text can close a block or a marker, or start a line of its own.
+- memory_recall labels each hit with its subject (a recall without `subject` searches every subject of the
+  namespace the key's agent may see).
+- A tool error says why: `database unavailable`, `forbidden: ...`, `invalid <field>: ...`, not found, taken.
 """
 
 from __future__ import annotations
@@ -13,38 +24,60 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from models.memory_items import MemoryHit
+from models.messages import SAFE_ID
 from strataflow import __version__
 from strataflow.config import Settings
 from strataflow.db.roles import AccessError
+from strataflow.llm.prompt_blocks import json_text, quote_text
 from strataflow.memory import api, profiles
 from strataflow.memory.prompts import memory_system_prompt
 from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.context import build_context
 from strataflow.retrieval.item_search import search_memories
 from strataflow.retrieval.user_context import get_user_context as user_context
+from strataflow.service import schemas
 from strataflow.service.deps import bearer_token
-from strataflow.service.errors import error_response
+from strataflow.service.errors import BEARER_CHALLENGE, error_response
 from strataflow.service.keys import Caller, KeyRejected, NamespaceRequired
-from strataflow.service.session import RateLimited, Sessions
+from strataflow.service.session import Sessions
 
 INSTRUCTIONS = (
     "Long-term memory of users and projects (strataflow). Call get_context before answering a user to see "
     "what is known about them; save durable facts with memory_save (or save_user_memory for a whole "
     "exchange); look things up with memory_recall.\n\n" + memory_system_prompt("en")
 )
-Subject = Annotated[str, Field(description="the user the memory is about (their stable id)", min_length=1)]
+Subject = Annotated[
+    str,
+    Field(
+        description="the user the memory is about (their stable id; no '/' or control characters)",
+        min_length=1,
+        max_length=schemas.ID_MAX,
+        pattern=SAFE_ID,
+    ),
+]
 Agent = Annotated[
-    str | None, Field(description="your agent name: you see your own entries, shared ones and common ones")
+    str | None,
+    Field(
+        description="your agent name: you see your own entries, shared ones and common ones (a key bound "
+        "to an agent acts as that agent; naming another is refused)",
+        min_length=1,
+        max_length=schemas.ID_MAX,
+        pattern=SAFE_ID,
+    ),
 ]
 SeedType = Annotated[
     Literal["user", "project", "feedback", "reference"],
@@ -53,12 +86,32 @@ SeedType = Annotated[
         "feedback: the user correcting or confirming you; reference: links and documents"
     ),
 ]
-EntryId = Annotated[int, Field(description="the entry id, as memory_recall or memory_save returned it")]
-Title = Annotated[str, Field(description="a short title, in any language")]
-Content = Annotated[str, Field(description="what to remember, in full sentences")]
-OneLine = Annotated[str, Field(description="one line: when this memory is relevant")]
-Shared = Annotated[bool, Field(description="let other agents read it (only with agent)")]
-Search = Annotated[str, Field(description="what you want to remember, as keywords or a question")]
+EntryId = Annotated[
+    int, Field(ge=1, le=2**63 - 1, description="the entry id, as memory_recall or memory_save returned it")
+]
+Title = Annotated[
+    str, Field(min_length=1, max_length=schemas.NAME_MAX, description="a short title, in any language")
+]
+Content = Annotated[
+    str, Field(min_length=1, max_length=schemas.TEXT_MAX, description="what to remember, in full sentences")
+]
+OneLine = Annotated[
+    str, Field(max_length=schemas.DESCRIPTION_MAX, description="one line: when this memory is relevant")
+]
+Shared = Annotated[bool, Field(description="let other agents read it (only with an agent)")]
+Search = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=schemas.QUERY_MAX,
+        description="what you want to remember, as keywords or a question",
+    ),
+]
+Question = Annotated[
+    str,
+    Field(max_length=schemas.QUERY_MAX, description="the user's current message or what you need to know"),
+]
+Said = Annotated[str, Field(min_length=1, max_length=schemas.TEXT_MAX, description="what the user said")]
 Limit = Annotated[int, Field(ge=1, le=50, description="how many entries at most")]
 Budget = Annotated[int, Field(ge=64, le=32_000, description="token budget of the block")]
 Profile = Annotated[
@@ -67,17 +120,24 @@ Profile = Annotated[
 DocType = Annotated[
     Literal["user", "work"], Field(description="user (personal) or work (professional) document")
 ]
+JsonAnswer = Annotated[CallToolResult, dict[str, Any]]
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+WRITE_TOOLS = frozenset(
+    {"memory_save", "memory_update", "memory_delete", "save_user_memory", "profile_patch"}
+)
 
 
 def _tool(
-    server: MCPServer, name: str, annotations: ToolAnnotations
+    server: MCPServer, name: str, annotations: ToolAnnotations, writable: bool
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a tool under `name`; its docstring, on one line, is the description the model reads."""
+    """Register a tool under `name` (a write tool only on a writable server); its docstring, on one line, is
+    the description the model reads."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in WRITE_TOOLS and not writable:
+            return fn
         description = " ".join(inspect.cleandoc(fn.__doc__ or "").split())
         server.add_tool(fn, name=name, description=description, annotations=annotations)
         return fn
@@ -85,8 +145,9 @@ def _tool(
     return register
 
 
-def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
-    """The server with its nine tools; the same object serves stdio and the /mcp endpoint."""
+def build_server(settings: Settings, sessions: Sessions, writable: bool = True) -> MCPServer:
+    """The server with its nine tools (the five read tools only, for analyst keys: writable=False); the same
+    object serves stdio and the /mcp endpoint."""
     server: MCPServer = MCPServer("strataflow", instructions=INSTRUCTIONS, version=__version__)
 
     @contextmanager
@@ -94,14 +155,18 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         headers = ctx.headers
         key = bearer_token(headers.get("authorization")) if headers is not None else _secret(settings)
         namespace = headers.get("x-namespace") if headers is not None else settings.api_namespace
-        with _tool_errors(), sessions.open(key, namespace, limit=headers is not None) as (conn, caller):
+        with _tool_errors(), sessions.open(key, namespace) as (conn, caller):
             if write and caller.kind != "agent":
                 raise ToolError(
-                    f"the key's role {caller.role!r} is read-only ({caller.kind}); it cannot save"
+                    f"forbidden: the key's role {caller.role!r} is read-only ({caller.kind}); it cannot save"
                 )
             yield conn, caller
 
-    @_tool(server, "memory_save", WRITES)
+    def key_of(ctx: Context) -> str | None:
+        headers = ctx.headers
+        return bearer_token(headers.get("authorization")) if headers is not None else _secret(settings)
+
+    @_tool(server, "memory_save", WRITES, writable)
     def memory_save(
         subject: Subject,
         type: SeedType,
@@ -111,29 +176,36 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         description: OneLine = "",
         agent: Agent = None,
         shared: Shared = False,
-    ) -> dict[str, Any]:
+    ) -> JsonAnswer:
         """Save a new long-term memory entry about a user. If an entry with this name exists for the user,
         this fails and names it: update that entry with memory_update instead of creating a duplicate."""
         with session(ctx, write=True) as (conn, caller):
             saved = api.create_memory(
                 conn, caller.namespace, subject, type, name, content, description=description,
-                agent_id=agent, shared=shared,
+                agent_id=caller.agent_for(agent), shared=shared,
             )  # fmt: skip
-        return saved.item.model_dump(mode="json")
+        return json_answer(saved.item.model_dump(mode="json"))
 
-    @_tool(server, "memory_recall", READ_ONLY)
+    @_tool(server, "memory_recall", READ_ONLY, writable)
     def memory_recall(
         query: Search, ctx: Context, subject: Subject | None = None, limit: Limit = 5, agent: Agent = None
     ) -> str:
         """Search long-term memory (English and Chinese). Returns the best entries, each with its type, name,
-        id and content; an empty answer means nothing relevant is stored."""
+        id, subject and content (each value a quoted string); without `subject` it searches every user of
+        the namespace. An empty answer means nothing relevant is stored."""
         with session(ctx) as (conn, caller):
             hits = search_memories(
-                conn, settings, caller.namespace, query, subject, agent_id=agent, limit=limit
+                conn,
+                settings,
+                caller.namespace,
+                query,
+                subject,
+                agent_id=caller.agent_for(agent),
+                limit=limit,
             )
         return render_hits(hits)
 
-    @_tool(server, "memory_update", WRITES)
+    @_tool(server, "memory_update", WRITES, writable)
     def memory_update(
         id: EntryId,
         ctx: Context,
@@ -143,26 +215,26 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         type: SeedType | None = None,
         shared: Shared | None = None,
         agent: Agent = None,
-    ) -> dict[str, Any]:
+    ) -> JsonAnswer:
         """Change an existing memory entry (only the fields given); the old version is kept in its history."""
         with session(ctx, write=True) as (conn, caller):
             updated = api.update_memory(
-                conn, caller.namespace, id, agent_id=agent, type=type, name=name, description=description,
-                value=api.UNSET if content is None else content, shared=shared,
+                conn, caller.namespace, id, agent_id=caller.agent_for(agent), type=type, name=name,
+                description=description, value=api.UNSET if content is None else content, shared=shared,
             )  # fmt: skip
-        return updated.item.model_dump(mode="json")
+        return json_answer(updated.item.model_dump(mode="json"))
 
-    @_tool(server, "memory_delete", DESTRUCTIVE)
-    def memory_delete(id: EntryId, ctx: Context, agent: Agent = None) -> dict[str, Any]:
+    @_tool(server, "memory_delete", DESTRUCTIVE, writable)
+    def memory_delete(id: EntryId, ctx: Context, agent: Agent = None) -> JsonAnswer:
         """Delete a memory entry that is wrong or no longer true (its history is kept)."""
         with session(ctx, write=True) as (conn, caller):
-            deleted = api.delete_memory(conn, caller.namespace, id, agent_id=agent)
-        return deleted.item.model_dump(mode="json")
+            deleted = api.delete_memory(conn, caller.namespace, id, agent_id=caller.agent_for(agent))
+        return json_answer(deleted.item.model_dump(mode="json"))
 
-    @_tool(server, "get_context", READ_ONLY)
+    @_tool(server, "get_context", READ_ONLY, writable)
     def get_context(
         subject: Subject,
-        query: Annotated[str, Field(description="the user's current message")],
+        query: Question,
         ctx: Context,
         budget: Budget = 2000,
         profile: Profile = "none",
@@ -172,113 +244,161 @@ def build_server(settings: Settings, sessions: Sessions) -> MCPServer:
         weekly reports, chosen by the question's intent within the budget. Empty when nothing is known."""
         with session(ctx) as (conn, caller):
             result = build_context(
-                conn, settings, caller.namespace, subject, query, budget, profile=profile, agent_id=agent
-            )
+                conn, settings, caller.namespace, subject, query, budget, profile=profile,
+                agent_id=caller.agent_for(agent),
+            )  # fmt: skip
         return result.text
 
-    @_tool(server, "save_user_memory", WRITES)
-    def save_user_memory(
+    @_tool(server, "save_user_memory", WRITES, writable)
+    async def save_user_memory(
         subject: Subject,
-        user_message: Annotated[str, Field(description="what the user said")],
+        user_message: Said,
         ctx: Context,
-        assistant_message: Annotated[str | None, Field(description="your reply (read for context)")] = None,
+        assistant_message: Annotated[
+            str | None, Field(max_length=schemas.TEXT_MAX, description="your reply (read for context)")
+        ] = None,
         existing_info: Annotated[dict[str, Any] | None, Field(description="what you already know")] = None,
-    ) -> dict[str, Any]:
+    ) -> JsonAnswer:
         """Extract and save what the user stated about themselves in one exchange (age, job, location,
         plans, ...). Only facts the user said explicitly are kept; returns what was saved and skipped."""
-        with session(ctx, write=True) as (conn, caller):
-            saved = save_exchange(
-                conn, settings, caller.namespace, subject, user_message, assistant_message, existing_info
-            )
-        return saved.model_dump(mode="json")
 
-    @_tool(server, "get_user_context", READ_ONLY)
-    def get_user_context(
-        subject: Subject,
-        query: Annotated[str, Field(description="what you need to know")],
-        ctx: Context,
-        agent: Agent = None,
-    ) -> dict[str, Any]:
+        def save() -> dict[str, Any]:
+            with session(ctx, write=True) as (conn, caller):
+                saved = save_exchange(
+                    conn, settings, caller.namespace, subject, user_message, assistant_message, existing_info
+                )
+            return saved.model_dump(mode="json")
+
+        async with sessions.llm_slot(key_of(ctx)):  # the key's turn first, then a connection
+            return json_answer(await anyio.to_thread.run_sync(save))
+
+    @_tool(server, "get_user_context", READ_ONLY, writable)
+    def get_user_context(subject: Subject, query: Question, ctx: Context, agent: Agent = None) -> JsonAnswer:
         """The user's memories relevant to `query`, a short profile summary and how many memories exist."""
         with session(ctx) as (conn, caller):
-            found = user_context(conn, settings, caller.namespace, subject, query, agent_id=agent)
-        return found.model_dump(mode="json")
+            found = user_context(
+                conn, settings, caller.namespace, subject, query, agent_id=caller.agent_for(agent)
+            )
+        return json_answer(found.model_dump(mode="json"))
 
-    @_tool(server, "profile_get", READ_ONLY)
-    def profile_get(subject: Subject, ctx: Context, type: DocType | None = None) -> dict[str, Any]:
+    @_tool(server, "profile_get", READ_ONLY, writable)
+    def profile_get(subject: Subject, ctx: Context, type: DocType | None = None) -> JsonAnswer:
         """The user's profile documents (seed 002): user_memory (personal) and work_memory (professional), or
         only the one of `type`; a document the user disabled reads as null."""
         with session(ctx) as (conn, caller):
             documents = profiles.get_profiles(conn, caller.namespace, subject, include_disabled=False)
-        return documents if type is None else {f"{type}_memory": documents[f"{type}_memory"]}
+        return json_answer(documents if type is None else {f"{type}_memory": documents[f"{type}_memory"]})
 
-    @_tool(server, "profile_patch", WRITES)
+    @_tool(server, "profile_patch", WRITES, writable)
     def profile_patch(
         subject: Subject,
         type: DocType,
         content: Annotated[dict[str, Any], Field(description="the fields to set, shaped as the document")],
         ctx: Context,
-    ) -> dict[str, Any]:
+    ) -> JsonAnswer:
         """Set fields of the user's user or work profile document; fields not given stay as they are."""
         with session(ctx, write=True) as (conn, caller):
             document = profiles.patch_profile(conn, caller.namespace, subject, type, content)
-        return document.model_dump(mode="json")
+        return json_answer(document.model_dump(mode="json"))
 
     return server
 
 
+def json_answer(data: dict[str, Any]) -> CallToolResult:
+    """A tool answer: the data as escaped JSON text (what the model reads) and as structured content."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json_text(data, indent=2))], structured_content=data
+    )
+
+
 @contextmanager
 def _tool_errors() -> Iterator[None]:
-    """Library errors as tool errors an LLM can act on."""
+    """Library errors as tool errors an LLM can act on: each says why."""
     try:
         yield
     except api.MemoryNotFound as exc:
-        raise ToolError(f"{exc}; call memory_recall to find the entry's id") from None
+        raise ToolError(f"not found: {exc}; call memory_recall to find the entry's id") from None
     except api.MemoryConflict as exc:
-        raise ToolError(f"{exc} with memory_update (id {exc.item_id})") from None
-    except (KeyRejected, AccessError, NamespaceRequired, api.MemoryForbidden, RateLimited) as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(f"name taken: {exc} with memory_update (id {exc.item_id})") from None
+    except KeyRejected as exc:
+        raise ToolError(f"unauthorized: {exc}") from None
+    except (AccessError, api.MemoryForbidden) as exc:
+        raise ToolError(f"forbidden: {exc}") from None
+    except NamespaceRequired as exc:
+        raise ToolError(f"namespace required: {exc} (STRATAFLOW_API_NAMESPACE over stdio)") from None
     except ValueError as exc:
         field = getattr(exc, "field", None)
-        raise ToolError(f"invalid {field}: {exc}" if field else str(exc)) from None
+        raise ToolError(f"invalid {field}: {exc}" if field else f"invalid value: {exc}") from None
+    except (OperationalError, PoolTimeout):
+        raise ToolError("database unavailable; retry shortly") from None
+    except DBAPIError as exc:
+        sqlstate = getattr(exc.orig, "sqlstate", None) or ""
+        if sqlstate == "42501":
+            raise ToolError("forbidden: the key's role may not do this") from None
+        if sqlstate.startswith("22"):
+            raise ToolError(f"invalid value: {str(exc.orig).splitlines()[0]}") from None
+        raise
 
 
 def render_hits(hits: list[MemoryHit]) -> str:
-    """Entries as seed 003's memory-context lines: `[type] name (id N)` then the content; '' for none."""
-    return "\n\n".join(f"[{hit.type}] {hit.name} (id {hit.id})\n{hit.content}" for hit in hits)
+    """Entries as memory-context lines, every stored value a quoted string (quote_text): `[type] "name"
+    (id N, subject "S", score X)` then the content on the next line; '' for none."""
+    return "\n".join(
+        f"[{hit.type}] {quote_text(hit.name)} (id {hit.id}, subject {quote_text(hit.subject)}, "
+        f"score {hit.score:g})\n{quote_text(hit.content)}"
+        for hit in hits
+    )
 
 
 def _secret(settings: Settings) -> str | None:
     return settings.api_key.get_secret_value() if settings.api_key is not None else None
 
 
-class RequireKey:
-    """The /mcp endpoint answers 401 before the MCP layer when a request has no usable bearer key."""
+class McpEndpoint:
+    """/mcp: the key is checked before the MCP layer (401 + WWW-Authenticate: Bearer when it cannot be used,
+    503 when the database cannot say), then an agent key reaches the full server, an analyst key the
+    read-only one."""
 
-    def __init__(self, app: ASGIApp, sessions: Sessions) -> None:
-        self.app, self.sessions = app, sessions
+    def __init__(self, agent_app: ASGIApp, analyst_app: ASGIApp, sessions: Sessions) -> None:
+        self.agent_app, self.analyst_app, self.sessions = agent_app, analyst_app, sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.agent_app(scope, receive, send)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-        if scope["type"] == "http" and bearer_token(headers.get("authorization")) is None:
+        try:
+            caller = await anyio.to_thread.run_sync(
+                self.sessions.authenticate, bearer_token(headers.get("authorization"))
+            )
+        except KeyRejected as exc:
+            response = error_response(401, str(exc), **{"WWW-Authenticate": BEARER_CHALLENGE})
+            await response(scope, receive, send)
+            return
+        except (OperationalError, PoolTimeout):
             response = error_response(
-                401, "no API key: send Authorization: Bearer <key>", code="unauthorized"
+                503, "the database is unavailable; retry shortly", code="database_unavailable"
             )
             await response(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        app = self.agent_app if caller.kind == "agent" else self.analyst_app
+        await app(scope, receive, send)
 
 
-def mount_mcp(app: FastAPI, server: MCPServer, sessions: Sessions) -> None:
-    """Serve the MCP server's streamable HTTP transport at /mcp (stateless: each call stands alone)."""
+def mount_mcp(app: FastAPI, agent_server: MCPServer, analyst_server: MCPServer, sessions: Sessions) -> None:
+    """Serve the MCP servers' streamable HTTP transport at /mcp (stateless: each call stands alone)."""
     # Every request needs a bearer key, which a page in a browser cannot send: the SDK's DNS-rebinding guard
     # (which refuses any Host but localhost) would only stop a reverse proxy.
-    mcp_app = server.streamable_http_app(
-        streamable_http_path="/mcp", stateless_http=True, json_response=True,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )  # fmt: skip
-    for route in mcp_app.routes:
-        endpoint = getattr(route, "app", None)
-        if endpoint is not None:
-            route.app = RequireKey(endpoint, sessions)  # type: ignore[attr-defined]
-        app.router.routes.append(route)
+    apps = [
+        server.streamable_http_app(
+            streamable_http_path="/mcp",
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )  # fmt: skip
+        for server in (agent_server, analyst_server)
+    ]
+    endpoints = [next(r for r in mcp_app.routes if isinstance(r, Route)).app for mcp_app in apps]
+    route = next(r for r in apps[0].routes if isinstance(r, Route))
+    route.app = McpEndpoint(endpoints[0], endpoints[1], sessions)
+    app.router.routes.append(route)

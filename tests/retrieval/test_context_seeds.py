@@ -94,12 +94,13 @@ def test_hot_memory_is_always_injected_within_the_budget(
         assert "hot_summary" in kinds
 
 
-def test_nothing_found_gives_an_empty_text_not_an_empty_wrapper(
+def test_nothing_found_gives_an_empty_text_or_an_empty_json_block(
     engine: Engine, settings: Settings, namespace: str
 ) -> None:
-    for fmt in ("text", "json"):
-        result = _context(engine, settings, namespace, "nobody_here", "anything at all", fmt=fmt)
-        assert (result.text, result.tokens, result.pieces) == ("", 0, [])
+    result = _context(engine, settings, namespace, "nobody_here", "anything at all", fmt="text")
+    assert (result.text, result.tokens, result.pieces) == ("", 0, [])
+    as_json = _context(engine, settings, namespace, "nobody_here", "anything at all", fmt="json")
+    assert as_json.pieces == [] and json.loads(as_json.text)["memory_context"]["pieces"] == []
 
 
 def test_profiles_go_between_the_seed_markers_and_a_disabled_one_is_left_out(

@@ -92,7 +92,9 @@ def test_create_key_prints_the_key_alone_on_the_last_line_and_list_keys_never_sh
         assert keys.authenticate(conn, key).role == tenants["alpha"].role
     listed = runner.invoke(app, ["access", "list-keys"])
     line = next(row for row in listed.stdout.splitlines() if row.startswith("cli-key\t"))
-    assert line.split("\t")[1:4] == [key[:11], tenants["alpha"].role, "active"] and key not in listed.stdout
+    assert (
+        line.split("\t")[1:5] == [key[:11], tenants["alpha"].role, "-", "active"] and key not in listed.stdout
+    )
     duplicate = runner.invoke(app, ["access", "create-key", "cli-key", "--role", tenants["alpha"].role])
     assert duplicate.exit_code == 1 and "exists" in duplicate.stderr
     revoked = runner.invoke(app, ["access", "revoke-key", "cli-key"])

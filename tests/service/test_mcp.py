@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -45,10 +46,10 @@ async def _call(session: ClientSession, tool: str, **arguments: Any) -> tuple[bo
     return bool(result.is_error), " ".join(getattr(block, "text", "") for block in result.content)
 
 
-# An MCP client as a user runs it: the key in its environment, the SDK's stdio client, which starts the server
-# with HOME, PATH and a few more variables only (no `env`), so the server takes its settings from the client.
+# An MCP client as a user configures it: the SDK's stdio client starts the server with HOME, PATH and a few
+# more variables, plus the configuration's `env` block (the key and the home), the server's only settings.
 CLIENT = """
-import asyncio, json, sys
+import asyncio, json, os, sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -57,7 +58,8 @@ async def call(session, tool, **arguments):
     return [bool(result.is_error), " ".join(getattr(block, "text", "") for block in result.content)]
 
 async def main(subject):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "strataflow.cli", "mcp"])
+    env = {name: os.environ[name] for name in ("STRATAFLOW_API_KEY", "STRATAFLOW_HOME")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "strataflow.cli", "mcp"], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = [t.model_dump(mode="json", by_alias=False) for t in (await session.list_tools()).tools]
@@ -79,7 +81,7 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
-def test_stdio_tools_save_recall_update_and_delete_with_the_key_from_the_clients_environment(
+def test_stdio_tools_save_recall_update_and_delete_with_the_key_from_the_env_block(
     tenants: dict[str, Tenant], subject: str
 ) -> None:
     env = {**os.environ, "STRATAFLOW_API_KEY": tenants["alpha"].key}
@@ -100,10 +102,12 @@ def test_stdio_tools_save_recall_update_and_delete_with_the_key_from_the_clients
     assert all(len(tool["description"] or "") > 40 for tool in tools.values())
     entry = found["entry"]
     assert (entry["name"], entry["type"]) == ("用户偏好-简洁风格", "feedback")
-    assert found["recalled"] == [
-        False,
-        f"[feedback] 用户偏好-简洁风格 (id {entry['id']})\nprefers short answers in plain text",
-    ]
+    assert not found["recalled"][0]
+    assert re.fullmatch(
+        rf'\[feedback\] "用户偏好-简洁风格" \(id {entry["id"]}, subject "{subject}", score [0-9.e-]+\)\n'
+        '"prefers short answers in plain text"',
+        found["recalled"][1],
+    ), found["recalled"][1]
     assert not found["updated"][0] and json.loads(found["updated"][1])["version"] == 2
     assert found["duplicate"][0] and "memory_update" in found["duplicate"][1]  # the error says what to do
     assert json.loads(found["deleted"][1])["status"] == "deleted"
@@ -141,6 +145,7 @@ def test_the_http_mcp_endpoint_needs_a_key_and_serves_the_same_tools(
 ) -> None:
     refused = httpx.post(f"{api_url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    assert refused.headers["www-authenticate"].lower().startswith("bearer")
     alpha = tenants["alpha"].client(api_url)
     alpha.post(
         "/v1/memories",

@@ -12,6 +12,7 @@ from strataflow.config import Settings
 from strataflow.retrieval.context import build_context
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep
 from strataflow.service.errors import error_responses
+from strataflow.service.keys import Caller
 from strataflow.service.schemas import ContextParams
 
 router = APIRouter(prefix="/v1/context", tags=["context"])
@@ -21,7 +22,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "the context block: text (default) or JSON pieces; an empty body when nothing matched",
         "content": {"text/plain": {}, "application/json": {}},
     },
-    **error_responses(401, 403, 422, 429, 503),
+    **error_responses(),
 }
 
 
@@ -30,19 +31,19 @@ def get_context(
     params: Annotated[ContextParams, Query()], db: DbDep, caller: CallerDep, settings: SettingsDep
 ) -> Response:
     """The memory an agent should see for `query` about `subject`, chosen by intent within `budget` tokens."""
-    return _context(params, db, caller.namespace, settings)
+    return _context(params, db, caller, settings)
 
 
 @router.post("", response_class=PlainTextResponse, responses=RESPONSES)
 def post_context(params: ContextParams, db: DbDep, caller: CallerDep, settings: SettingsDep) -> Response:
     """The same as GET, with the parameters as a JSON body (long queries)."""
-    return _context(params, db, caller.namespace, settings)
+    return _context(params, db, caller, settings)
 
 
-def _context(params: ContextParams, db: Connection, namespace: str, settings: Settings) -> Response:
+def _context(params: ContextParams, db: Connection, caller: Caller, settings: Settings) -> Response:
     result = build_context(
-        db, settings, namespace, params.subject, params.query, params.budget, params.format,
-        intent=params.intent, profile=params.profile, agent_id=params.agent,
+        db, settings, caller.namespace, params.subject, params.query, params.budget, params.format,
+        intent=params.intent, profile=params.profile, agent_id=caller.agent_for(params.agent),
     )  # fmt: skip
     media = "application/json" if params.format == "json" else "text/plain; charset=utf-8"
     return Response(result.text, media_type=media)

@@ -5,19 +5,26 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from models.memory_items import MemoryHit, MemoryItem, MemoryPage, MemoryVersion
 from strataflow.memory import api
 from strataflow.retrieval import item_search
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_responses
-from strataflow.service.schemas import Agent, MemoryCreate, MemoryListParams, MemoryPatch, MemorySearch
+from strataflow.service.schemas import (
+    BIGINT_MAX,
+    Agent,
+    MemoryCreate,
+    MemoryListParams,
+    MemoryPatch,
+    MemorySearch,
+)
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 AgentQuery = Annotated[Agent, Query(description="the agent scope of the request")]
-READ = error_responses(401, 403, 404, 422, 429, 503)
-WRITE = error_responses(401, 403, 404, 409, 422, 429, 503)
+ItemPath = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="the entry id")]
+READ = WRITE = error_responses()
 
 
 @router.post("", response_model=MemoryItem, status_code=201, responses=WRITE)
@@ -25,7 +32,7 @@ def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep) -> Memor
     """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead)."""
     return api.create_memory(
         db, caller.namespace, body.subject, body.type, body.name, body.content, description=body.description,
-        agent_id=body.agent, shared=body.shared, metadata=body.metadata,
+        agent_id=caller.agent_for(body.agent), shared=body.shared, metadata=body.metadata,
     ).item  # fmt: skip
 
 
@@ -33,7 +40,8 @@ def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep) -> Memor
 def list_memories(params: Annotated[MemoryListParams, Query()], db: DbDep, caller: CallerDep) -> MemoryPage:
     """Entries newest first, a page at a time (pass next_cursor back as cursor)."""
     return api.list_memories(
-        db, caller.namespace, params.subject, agent_id=params.agent, type=params.type, limit=params.limit,
+        db, caller.namespace, params.subject, agent_id=caller.agent_for(params.agent), type=params.type,
+        limit=params.limit,
         cursor=params.cursor,
     )  # fmt: skip
 
@@ -44,40 +52,43 @@ def search_memories(
 ) -> dict[str, list[MemoryHit]]:
     """Entries matching `query` (English and Chinese, words and meaning), best first: {"results": [...]}."""
     hits = item_search.search_memories(
-        db, settings, caller.namespace, body.query, body.subject, agent_id=body.agent, type=body.type,
+        db, settings, caller.namespace, body.query, body.subject, agent_id=caller.agent_for(body.agent),
+        type=body.type,
         limit=body.limit,
     )  # fmt: skip
     return {"results": hits}
 
 
-@router.get("/{item_id}", response_model=MemoryItem, responses=READ)
-def get_memory(item_id: int, db: DbDep, caller: CallerDep, agent: AgentQuery = None) -> MemoryItem:
+@router.get("/{item_id:int}", response_model=MemoryItem, responses=READ)
+def get_memory(item_id: ItemPath, db: DbDep, caller: CallerDep, agent: AgentQuery = None) -> MemoryItem:
     """One entry; 404 when the key's namespace (or the agent) cannot see it."""
-    return api.get_memory(db, caller.namespace, item_id, agent_id=agent)
+    return api.get_memory(db, caller.namespace, item_id, agent_id=caller.agent_for(agent))
 
 
-@router.patch("/{item_id}", response_model=MemoryItem, responses=WRITE)
+@router.patch("/{item_id:int}", response_model=MemoryItem, responses=WRITE)
 def patch_memory(
-    item_id: int, body: MemoryPatch, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
+    item_id: ItemPath, body: MemoryPatch, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
 ) -> MemoryItem:
     """Change type, name, description, content, sharing or metadata (a new version each time); 403 for
     another agent's entry."""
     return api.update_memory(
-        db, caller.namespace, item_id, agent_id=agent, type=body.type, name=body.name,
+        db, caller.namespace, item_id, agent_id=caller.agent_for(agent), type=body.type, name=body.name,
         description=body.description, value=api.UNSET if body.content is None else body.content,
         shared=body.shared, metadata=body.metadata,
     ).item  # fmt: skip
 
 
-@router.delete("/{item_id}", response_model=MemoryItem, responses=WRITE)
-def delete_memory(item_id: int, db: WriterDep, caller: CallerDep, agent: AgentQuery = None) -> MemoryItem:
+@router.delete("/{item_id:int}", response_model=MemoryItem, responses=WRITE)
+def delete_memory(
+    item_id: ItemPath, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
+) -> MemoryItem:
     """Mark the entry deleted (its history stays); answers the entry as deleted."""
-    return api.delete_memory(db, caller.namespace, item_id, agent_id=agent).item
+    return api.delete_memory(db, caller.namespace, item_id, agent_id=caller.agent_for(agent)).item
 
 
-@router.get("/{item_id}/history", response_model=list[MemoryVersion], responses=READ)
+@router.get("/{item_id:int}/history", response_model=list[MemoryVersion], responses=READ)
 def memory_history(
-    item_id: int, db: DbDep, caller: CallerDep, agent: AgentQuery = None
+    item_id: ItemPath, db: DbDep, caller: CallerDep, agent: AgentQuery = None
 ) -> list[MemoryVersion]:
     """Every version of the entry, oldest first (valid_from/valid_to, recorded_at/superseded_at)."""
-    return api.memory_history(db, caller.namespace, item_id, agent_id=agent)
+    return api.memory_history(db, caller.namespace, item_id, agent_id=caller.agent_for(agent))

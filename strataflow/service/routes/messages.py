@@ -13,15 +13,16 @@ from strataflow.service.schemas import MessagesBody
 router = APIRouter(prefix="/v1/messages", tags=["messages"])
 
 
-@router.post("", response_model=OnlineWrite, responses=error_responses(400, 401, 403, 413, 422, 429, 503))
+@router.post("", response_model=OnlineWrite, responses=error_responses())
 def post_messages(
     body: MessagesBody, db: WriterDep, caller: CallerDep, settings: SettingsDep
 ) -> OnlineWrite | JSONResponse:
     """Write one message or a list into L1 of the key's namespace, idempotent on (source, source_message_id).
 
-    Invalid records are quarantined (and named in `problems`); when every record is invalid the answer is
-    422 naming the first bad field. A written message is found by /v1/context at once (full text); its
-    embedding comes with the next embed run.
+    A record's created_at must lie inside the online write window, [now - the retention, now + 1 day] by
+    default: outside, 422 naming created_at. A record the batch ingest would quarantine is quarantined (and
+    named in `problems`); when every record is, the answer is 422 naming the first bad field. A written
+    message is found by /v1/context at once (full text); its embedding comes with the next embed run.
     """
     written = write_messages(db, settings, caller.namespace, body.records())
     if written.accepted == 0 and written.problems:

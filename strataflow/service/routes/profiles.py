@@ -1,57 +1,126 @@
 """/v1/profiles (seed 002): a subject's user and work documents, their content and their status
-(strataflow.memory.profiles)."""
+(strataflow.memory.profiles).
+
+The user and the work document have paths of their own (`/v1/profiles/{subject}/user`, `/work`), so the
+OpenAPI document types each body with its seed model (UserMemoryContent, WorkProfileContent): a body that
+follows the document is a body the service takes. In the named lists (people, places, recurring_routines,
+current_projects, team_members) a name identifies an entry (case and spacing aside): when a body repeats a
+name, its later entry replaces the earlier one.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Path
+from pydantic import Field
 
-from models.profiles import ProfileDocument
+from models.messages import SAFE_ID
+from models.profiles import ENTRY_FIELDS, ProfileDocument, UserMemoryContent, WorkProfileContent
 from strataflow.memory import profiles
+from strataflow.memory.profile_mapping import name_key
 from strataflow.service.deps import CallerDep, DbDep, WriterDep
 from strataflow.service.errors import error_responses
-from strataflow.service.schemas import ProfileBody, ProfileStatusBody
+from strataflow.service.schemas import ID_MAX, ProfileStatusBody, Strict
 
 router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
 DocType = Literal["user", "work"]
-READ = error_responses(401, 403, 422, 429, 503)
-WRITE = error_responses(401, 403, 422, 429, 503)
+SubjectPath = Annotated[
+    str, Path(min_length=1, max_length=ID_MAX, pattern=SAFE_ID, description="the user (subject_id)")
+]
+RESPONSES = error_responses()
 
 
-@router.get("/{subject}", response_model=dict[str, Any], responses=READ)
-def get_profiles(subject: str, db: DbDep, caller: CallerDep) -> dict[str, Any]:
+def one_entry_per_name(doc_type: str, content: dict[str, Any]) -> dict[str, Any]:
+    """The content with each named list keeping one entry per name: the last one given (module docstring)."""
+    for field in ENTRY_FIELDS[doc_type]:
+        entries = content.get(field)
+        if isinstance(entries, list):
+            last = {name_key(entry["name"]): index for index, entry in enumerate(entries)}
+            content[field] = [
+                entry for index, entry in enumerate(entries) if last[name_key(entry["name"])] == index
+            ]
+    return content
+
+
+class UserProfileBody(Strict):
+    content: UserMemoryContent = Field(description="seed 002 UserMemoryContent (PATCH: the fields to set)")
+
+
+class WorkProfileBody(Strict):
+    content: WorkProfileContent = Field(description="seed 002 WorkProfileContent (PATCH: the fields to set)")
+
+
+@router.get("/{subject}", response_model=dict[str, Any], responses=RESPONSES)
+def get_profiles(subject: SubjectPath, db: DbDep, caller: CallerDep) -> dict[str, Any]:
     """Both documents: {"user_memory": UserMemoryContent, "work_memory": WorkProfileContent, "status": ...}
     (a subject with no memory has both, with the seed's default content)."""
     return profiles.get_profiles(db, caller.namespace, subject)
 
 
-@router.get("/{subject}/{doc_type}", response_model=ProfileDocument, responses=READ)
-def get_profile(subject: str, doc_type: DocType, db: DbDep, caller: CallerDep) -> ProfileDocument:
-    """One document: {"content": {...}, "status": active|disabled, "version": n, ...}."""
-    return profiles.get_profile(db, caller.namespace, subject, doc_type)
+@router.get("/{subject}/user", response_model=ProfileDocument, responses=RESPONSES)
+def get_user_profile(subject: SubjectPath, db: DbDep, caller: CallerDep) -> ProfileDocument:
+    """The user document: {"content": {...}, "status": active|disabled, "version": n, ...}."""
+    return profiles.get_profile(db, caller.namespace, subject, "user")
 
 
-@router.put("/{subject}/{doc_type}", response_model=ProfileDocument, responses=WRITE)
-def put_profile(
-    subject: str, doc_type: DocType, body: ProfileBody, db: WriterDep, caller: CallerDep
+@router.put("/{subject}/user", response_model=ProfileDocument, responses=RESPONSES)
+def put_user_profile(
+    subject: SubjectPath, body: UserProfileBody, db: WriterDep, caller: CallerDep
 ) -> ProfileDocument:
-    """Replace the document's content (validated against the seed's model: 422 names the bad field's path);
-    manual fields are protected from extraction."""
-    return profiles.put_profile(db, caller.namespace, subject, doc_type, body.content)
+    """Replace the user document's content (fields left out take the seed's defaults); manual fields are
+    protected from extraction."""
+    return profiles.put_profile(
+        db,
+        caller.namespace,
+        subject,
+        "user",
+        one_entry_per_name("user", body.content.model_dump(mode="json")),
+    )
 
 
-@router.patch("/{subject}/{doc_type}", response_model=ProfileDocument, responses=WRITE)
-def patch_profile(
-    subject: str, doc_type: DocType, body: ProfileBody, db: WriterDep, caller: CallerDep
+@router.patch("/{subject}/user", response_model=ProfileDocument, responses=RESPONSES)
+def patch_user_profile(
+    subject: SubjectPath, body: UserProfileBody, db: WriterDep, caller: CallerDep
 ) -> ProfileDocument:
-    """Set the given top-level fields (objects merge, lists replace); the others stay."""
-    return profiles.patch_profile(db, caller.namespace, subject, doc_type, body.content)
+    """Set the given top-level fields of the user document (objects merge, lists replace); the others stay."""
+    content = one_entry_per_name("user", body.content.model_dump(mode="json", exclude_unset=True))
+    return profiles.patch_profile(db, caller.namespace, subject, "user", content)
 
 
-@router.put("/{subject}/{doc_type}/status", response_model=ProfileDocument, responses=WRITE)
+@router.get("/{subject}/work", response_model=ProfileDocument, responses=RESPONSES)
+def get_work_profile(subject: SubjectPath, db: DbDep, caller: CallerDep) -> ProfileDocument:
+    """The work document: {"content": {...}, "status": active|disabled, "version": n, ...}."""
+    return profiles.get_profile(db, caller.namespace, subject, "work")
+
+
+@router.put("/{subject}/work", response_model=ProfileDocument, responses=RESPONSES)
+def put_work_profile(
+    subject: SubjectPath, body: WorkProfileBody, db: WriterDep, caller: CallerDep
+) -> ProfileDocument:
+    """Replace the work document's content (fields left out take the seed's defaults); manual fields are
+    protected from extraction."""
+    return profiles.put_profile(
+        db,
+        caller.namespace,
+        subject,
+        "work",
+        one_entry_per_name("work", body.content.model_dump(mode="json")),
+    )
+
+
+@router.patch("/{subject}/work", response_model=ProfileDocument, responses=RESPONSES)
+def patch_work_profile(
+    subject: SubjectPath, body: WorkProfileBody, db: WriterDep, caller: CallerDep
+) -> ProfileDocument:
+    """Set the given top-level fields of the work document (objects merge, lists replace); the others stay."""
+    content = one_entry_per_name("work", body.content.model_dump(mode="json", exclude_unset=True))
+    return profiles.patch_profile(db, caller.namespace, subject, "work", content)
+
+
+@router.put("/{subject}/{doc_type}/status", response_model=ProfileDocument, responses=RESPONSES)
 def put_profile_status(
-    subject: str, doc_type: DocType, body: ProfileStatusBody, db: WriterDep, caller: CallerDep
+    subject: SubjectPath, doc_type: DocType, body: ProfileStatusBody, db: WriterDep, caller: CallerDep
 ) -> ProfileDocument:
     """active or disabled: a disabled document is left out of every context and tool answer."""
     return profiles.set_profile_status(db, caller.namespace, subject, doc_type, body.status)

@@ -9,18 +9,21 @@ from models.user_memory import ProfileSummary, SaveInfoResult, UserContext
 from strataflow.memory.user_memory import summarize as summarize_profile
 from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.user_context import get_user_context
-from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
+from strataflow.service.deps import CallerDep, DbDep, LlmSlotDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import SaveInfoBody, SubjectBody, UserContextBody
 
 router = APIRouter(prefix="/v1", tags=["seed 000 tools"])
-RESPONSES = error_responses(401, 403, 422, 429, 503)
+RESPONSES = error_responses()
 
 
 @router.post("/save_info", response_model=SaveInfoResult, responses=RESPONSES)
-def save_info(body: SaveInfoBody, db: WriterDep, caller: CallerDep, settings: SettingsDep) -> SaveInfoResult:
+def save_info(
+    body: SaveInfoBody, _slot: LlmSlotDep, db: WriterDep, caller: CallerDep, settings: SettingsDep
+) -> SaveInfoResult:
     """Extract what the user stated in one exchange (the extraction stage, now) and save it with seed 000's
-    rules: {extracted_info, saved_count, saved_memories, skipped_fields}."""
+    rules: {extracted_info, saved_count, saved_memories, skipped_fields, llm_calls}. A key's extractions run
+    at most STRATAFLOW_API_LLM_CONCURRENCY_PER_KEY at a time; the others wait for their turn."""
     return save_exchange(
         db, settings, caller.namespace, body.subject, body.user_message, body.assistant_message,
         body.existing_info,
@@ -37,4 +40,6 @@ def summarize(body: SubjectBody, db: DbDep, caller: CallerDep) -> ProfileSummary
 @router.post("/user_context", response_model=UserContext, responses=RESPONSES)
 def user_context(body: UserContextBody, db: DbDep, caller: CallerDep, settings: SettingsDep) -> UserContext:
     """The subject's memories relevant to `query`: {memories, user_profile_summary, total_memories}."""
-    return get_user_context(db, settings, caller.namespace, body.subject, body.query, agent_id=body.agent)
+    return get_user_context(
+        db, settings, caller.namespace, body.subject, body.query, agent_id=caller.agent_for(body.agent)
+    )
