@@ -263,6 +263,11 @@ def test_bad_lines_are_quarantined_with_their_line_numbers(
     assert copy["memory_items"] == source["memory_items"] - 1
     assert copy["conversation_messages"] == source["conversation_messages"] - 1
     assert copy["weekly_reports"] == source["weekly_reports"]
+    again = import_file(settings, bad, dst, progress=False)  # the bad lines again: quarantined once
+    assert again.written() == 0 and again.quarantined == 3
+    with engine.connect() as conn:
+        total = conn.execute(text("select count(*) from quarantine where namespace = :ns"), {"ns": dst})
+        assert total.scalar_one() == 3
 
 
 def test_subject_filter_exports_one_subject(
