@@ -73,12 +73,13 @@ class Group:
             self.cover = cover
             self.messages.append((number, raw, value, line))
             return
-        self.flush()
-        if isinstance(line, MessageKeyLine):
-            self.keys.append(line)
-            if len(self.keys) >= KEY_BATCH:
+        if isinstance(line, MessageKeyLine):  # keys batch up like messages
+            if self.messages or len(self.keys) >= KEY_BATCH:
                 self.flush()
-        elif isinstance(line, WatermarkLine):
+            self.keys.append(line)
+            return
+        self.flush()
+        if isinstance(line, WatermarkLine):
             state.marks[line.stage] = line.position
             state.result.layer("watermarks").read += 1
         elif isinstance(line, ItemLine):
@@ -91,7 +92,7 @@ class Group:
             layers.restore_profile_line(conn, state, line)
         elif isinstance(line, AssetLine):
             layers.restore_asset_line(conn, state, line)
-        if not isinstance(line, MessageKeyLine | WatermarkLine):
+        if not isinstance(line, WatermarkLine):
             state.count(LAYER_OF[type(line)], "read")
 
     def flush(self) -> None:
