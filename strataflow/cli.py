@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "protocols",
     "analytics",
     "notify",
+    "transfer",
 )
 
 

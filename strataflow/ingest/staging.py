@@ -7,6 +7,9 @@ their rows into conversation_messages (with the full-text vector); when some key
 those whose content_hash changed (same message_id; new content, fts and ingest_seq; embedding cleared;
 possibly another partition) and skip the rest. A key whose L1 row expired (message_keys.expired_at) is never
 brought back. Bad records of the chunk go to quarantine in the same transaction.
+
+A restore (`strataflow import`) also writes the keys of messages whose L1 row had expired in the exported
+namespace (restore_expired_keys): the lineage anchors of L2/L3 rows, which outlive L1.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import uuid
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from pydantic import BaseModel
@@ -151,6 +155,28 @@ ENSURE_WEEKS = text(
     "select ensure_message_partitions(week, week) "
     "from unnest(cast(:weeks as timestamptz[])) as week order by week"
 )
+RESTORE_EXPIRED_KEYS = text(
+    """
+    insert into message_keys (namespace, source, source_message_id, subject_id, conversation_id, event_at,
+                              content_hash, first_ingested_at, expired_at)
+    select :namespace, k.* from unnest(
+        cast(:source as text[]), cast(:source_message_id as text[]), cast(:subject_id as text[]),
+        cast(:conversation_id as text[]), cast(:event_at as timestamptz[]), cast(:content_hash as text[]),
+        cast(:first_ingested_at as timestamptz[]), cast(:expired_at as timestamptz[])
+    ) as k
+    on conflict (namespace, source, source_message_id) do nothing
+    """
+)
+EXPIRED_KEY_FIELDS = (
+    "source",
+    "source_message_id",
+    "subject_id",
+    "conversation_id",
+    "event_at",
+    "content_hash",
+    "first_ingested_at",
+    "expired_at",
+)
 
 
 class KeyClaims:
@@ -235,6 +261,15 @@ def _insert_keys(conn: Connection, claims: KeyClaims | None) -> int:
                 raise
             claims.optimistic = False
     return conn.execute(INSERT_KEYS).rowcount
+
+
+def restore_expired_keys(conn: Connection, namespace: str, keys: list[dict[str, Any]]) -> int:
+    """Add the keys (EXPIRED_KEY_FIELDS) of messages that expired in an exported namespace, unless the
+    namespace has them; returns how many were added. The caller owns the transaction."""
+    if not keys:
+        return 0
+    columns = {name: [key[name] for key in keys] for name in EXPIRED_KEY_FIELDS}
+    return conn.execute(RESTORE_EXPIRED_KEYS, {"namespace": namespace, **columns}).rowcount
 
 
 def ensure_weeks(conn: Connection, weeks: list[datetime]) -> None:

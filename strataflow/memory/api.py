@@ -169,12 +169,14 @@ def create_memory(
     confidence: float = 1.0,
     metadata: Mapping[str, Any] | None = None,
     settings: Settings | None = None,
+    event_at: datetime | None = None,
 ) -> MemoryWrite:
     """Create an item in the (subject, agent) scope; MemoryConflict when its name is taken there.
 
     type: a seed 003 type or a kind. value: the content (any JSON value; a text value is also the statement
     unless `statement` is given, any other value reads `key words: value`). settings: embed the item in the
-    same write (every surface passes them, so a saved item is found by meaning at once)."""
+    same write (every surface passes them, so a saved item is found by meaning at once). event_at: when it
+    became true (default now; an import gives the time its source recorded)."""
     kind, seed_type = resolve_type(type)
     key = name_key(name)
     statement = statement if statement is not None else default_statement(key, value)
@@ -185,8 +187,9 @@ def create_memory(
     action = store.upsert_item(
         conn, namespace=namespace, subject_id=subject_id, agent_id=agent_id, kind=kind, key=key, value=value,
         statement=statement, category=category, importance=importance, confidence=confidence,
-        source="manual", event_at=write_time(current["valid_from"] if current else None), metadata=metadata,
-        name=name, description=description, entry_type=seed_type, is_shared=shared, settings=settings,
+        source="manual", event_at=event_at or write_time(current["valid_from"] if current else None),
+        metadata=metadata, name=name, description=description, entry_type=seed_type, is_shared=shared,
+        settings=settings,
     )  # fmt: skip
     row = _by_identity(conn, namespace, subject_id, agent_id, kind, key)
     assert row is not None

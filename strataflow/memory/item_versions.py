@@ -7,12 +7,14 @@ parameter dict the store builds (value as JSON, full-text parts, entry fields al
 embedding when the store computed one: a null embedding keeps the row's own unless the statement changed).
 
 History is written through security definer functions (sql/101): agent roles have no direct write on
-memory_item_versions; the functions take namespace, subject, kind and key from the item itself.
+memory_item_versions; the functions take namespace, subject, kind and key from the item itself. The one
+exception is a restore (`strataflow import`, run by the owner): it writes an exported item and its versions
+as they were, processing times included (insert_restored, update_restored, insert_restored_versions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -184,3 +186,116 @@ def record_version(
             "note": note,
         },
     )
+
+
+# A restore: the exported row as it was (ids renumbered by the caller), in the target namespace.
+RESTORED_COLUMNS = (
+    "subject_id", "agent_id", "kind", "key", "value", "statement", "category", "importance", "confidence",
+    "status", "source", "version", "valid_from", "recorded_at", "updated_at", "created_at",
+    "reflected_version", "embedding", "embedding_model", "source_message_ids", "metadata", "run_id",
+    "prompt_version", "model", "name", "description", "entry_type", "is_shared", "confirmed_model",
+    "confirmed_prompt_version", "confirmed_run_id", "confirmed_at",
+)  # fmt: skip
+_JSONB = ("value", "metadata")
+_RESTORED_VALUES = ", ".join(f"cast(:{c} as jsonb)" if c in _JSONB else f":{c}" for c in RESTORED_COLUMNS)
+_FTS = TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")
+INSERT_RESTORED = text(
+    f"""
+    insert into memory_items (namespace, {", ".join(RESTORED_COLUMNS)}, fts)
+    values (:namespace, {_RESTORED_VALUES}, {_FTS})
+    on conflict (namespace, subject_id, agent_id, kind, key) do nothing
+    returning item_id
+    """
+)
+_RESTORED_SET = ", ".join(
+    f"{c} = cast(:{c} as jsonb)" if c in _JSONB else f"{c} = :{c}" for c in RESTORED_COLUMNS
+)
+UPDATE_RESTORED = text(f"update memory_items set {_RESTORED_SET}, fts = {_FTS} where item_id = :item_id")
+SELECT_RESTORE_TARGET = text(
+    """
+    select item_id, version, updated_at from memory_items
+    where namespace = :namespace and subject_id = :subject_id and agent_id is not distinct from :agent_id
+        and kind = :kind and key = :key
+    for update
+    """
+)
+VERSION_COLUMNS = (
+    "kind", "key", "version", "action", "value", "statement", "category", "importance", "confidence",
+    "status", "source", "valid_from", "valid_to", "recorded_at", "superseded_at", "source_message_ids",
+    "run_id", "prompt_version", "model", "note", "agent_id", "name", "description", "entry_type", "is_shared",
+)  # fmt: skip
+INSERT_RESTORED_VERSION = text(
+    f"""
+    insert into memory_item_versions (item_id, namespace, subject_id, {", ".join(VERSION_COLUMNS)})
+    values (:item_id, :namespace, :subject_id,
+            {", ".join("cast(:value as jsonb)" if c == "value" else f":{c}" for c in VERSION_COLUMNS)})
+    """
+)
+SELECT_VERSION_KEYS = text(
+    """
+    select version_id, version, action, recorded_at, superseded_at from memory_item_versions
+    where item_id = :item_id and namespace = :namespace
+    """
+)
+CLOSE_RESTORED_VERSION = text(
+    """
+    update memory_item_versions set valid_to = :valid_to, superseded_at = :superseded_at
+    where version_id = :version_id and superseded_at is null
+    """
+)
+
+
+@dataclass(frozen=True)
+class RestoreTarget:
+    """The item a restored row lands on, when the namespace already has its identity."""
+
+    item_id: int
+    version: int
+    updated_at: datetime
+
+
+def select_restore_target(conn: Connection, row: Mapping[str, Any]) -> RestoreTarget | None:
+    """The target namespace's item with the row's identity, locked; None when there is none."""
+    found = conn.execute(
+        SELECT_RESTORE_TARGET, {k: row[k] for k in ("namespace", "subject_id", "agent_id", "kind", "key")}
+    ).first()
+    return None if found is None else RestoreTarget(*found)
+
+
+def insert_restored(conn: Connection, row: Mapping[str, Any]) -> int | None:
+    """Insert an exported item as it was (RESTORED_COLUMNS, fts_en, fts_zh); None when its identity is
+    taken."""
+    item_id: int | None = conn.execute(INSERT_RESTORED, row).scalar()
+    return item_id
+
+
+def update_restored(conn: Connection, row: Mapping[str, Any], item_id: int) -> None:
+    """Make an existing item the exported row (a newer export of the same item)."""
+    conn.execute(UPDATE_RESTORED, {**row, "item_id": item_id})
+
+
+def insert_restored_versions(
+    conn: Connection, row: Mapping[str, Any], item_id: int, versions: Sequence[Mapping[str, Any]]
+) -> int:
+    """Add the exported versions the item's history lacks (by version, action and recorded_at) and close the
+    ones the export closed; returns how many were added."""
+    known = {
+        (v.version, v.action, v.recorded_at): v
+        for v in conn.execute(SELECT_VERSION_KEYS, {"item_id": item_id, "namespace": row["namespace"]})
+    }
+    scope = {"item_id": item_id, "namespace": row["namespace"], "subject_id": row["subject_id"]}
+    added, closed = [], []
+    for version in versions:
+        have = known.get((version["version"], version["action"], version["recorded_at"]))
+        if have is None:
+            added.append({**scope, **{c: version[c] for c in VERSION_COLUMNS}})
+        elif have.superseded_at is None and version["superseded_at"] is not None:
+            closed.append(
+                {"version_id": have.version_id, "valid_to": version["valid_to"],
+                 "superseded_at": version["superseded_at"]}
+            )  # fmt: skip
+    if added:
+        conn.execute(INSERT_RESTORED_VERSION, added)
+    if closed:
+        conn.execute(CLOSE_RESTORED_VERSION, closed)
+    return len(added)

@@ -14,6 +14,9 @@ A document = what L2 says (strataflow.memory.profile_mapping, computed when read
 - status is ACTIVE or DISABLED (stored upper-case as in the schema, answered as the seed's lower-case
   values). A DISABLED document is still refreshed by extraction, but build_context and tool answers leave it
   out (get_profiles(..., include_disabled=False) answers None for it, as seed 002's `| null`).
+A restore (`strataflow import`, restore_document) writes an exported row as it was (content, manual
+overlay, status, version, times): a row the subject lacks is added, a row older than the export is replaced,
+anything else stays.
 The caller owns the transaction.
 """
 
@@ -67,6 +70,19 @@ UPSERT_STATUS = text(
     on conflict (namespace, subject_id, doc_type) do update
     set status = excluded.status, updated_at = now()
     where profile_documents.status is distinct from excluded.status
+    """
+)
+RESTORE_DOCUMENT = text(
+    """
+    insert into profile_documents (namespace, subject_id, doc_type, document, manual, status, version,
+                                   created_at, updated_at)
+    values (:namespace, :subject_id, :doc_type, cast(:document as jsonb), cast(:manual as jsonb), :status,
+            :version, :created_at, :updated_at)
+    on conflict (namespace, subject_id, doc_type) do update
+    set document = excluded.document, manual = excluded.manual, status = excluded.status,
+        version = excluded.version, created_at = excluded.created_at, updated_at = excluded.updated_at
+    where profile_documents.updated_at < excluded.updated_at
+    returning xmax = 0 as inserted
     """
 )
 
@@ -160,6 +176,28 @@ def refresh_documents(conn: Connection, namespace: str, subject_id: str) -> None
         conn.execute(
             UPSERT_DOCUMENT, {**_key(namespace, subject_id, doc_type), "document": _json(document.content)}
         )
+
+
+def restore_document(
+    conn: Connection,
+    namespace: str,
+    subject_id: str,
+    doc_type: str,
+    stored: dict[str, Any],
+) -> str:
+    """Write an exported row (document, manual, status ACTIVE or DISABLED, version, created_at, updated_at)
+    as it was; returns new, updated (the namespace's row was older) or unchanged."""
+    _check_doc_type(doc_type)
+    params = {
+        **_key(namespace, subject_id, doc_type),
+        **{name: stored[name] for name in ("status", "version", "created_at", "updated_at")},
+        "document": _json(stored["document"]),
+        "manual": _json(stored["manual"]),
+    }
+    written = conn.execute(RESTORE_DOCUMENT, params).first()
+    if written is None:
+        return "unchanged"
+    return "new" if written.inserted else "updated"
 
 
 def render_profile_block(document: ProfileDocument) -> str:

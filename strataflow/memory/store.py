@@ -18,10 +18,14 @@ knowledge). Rules (issue 5 item 4, seed 004):
   default) keeps the current value, None clears it. An update by item_id may also change the item's kind
   and key (a renamed entry).
 
+A restore (`strataflow import`, restore_item) writes an exported item and its history as they were, ids
+renumbered by the caller: it adds the item when the namespace lacks its identity, brings it up to a newer
+export of itself (the versions it lacks, then its current row), and otherwise changes nothing.
+
 The caller owns the transaction. Given settings, a write that makes a new statement current embeds it in the
-same write (strataflow.memory.item_embedding), so the item is found by meaning at once; without, the embedding
-is left null for strataflow/pipeline/embed.py to fill (and reset to null when the statement changes). The
-full-text vector is computed here. The SQL that reads the current row
+same write (strataflow.memory.item_embedding), so the item is found by meaning at once; without (and for a
+restore), the embedding is left null for strataflow/pipeline/embed.py to fill (and reset to null when the
+statement changes). The full-text vector is computed here. The SQL that reads the current row
 and writes items and versions is in strataflow.memory.item_versions.
 """
 
@@ -40,14 +44,19 @@ from models.vocabulary import SNAKE_KEY
 from strataflow.config import Settings
 from strataflow.memory.item_embedding import item_vector
 from strataflow.memory.item_versions import (
+    RESTORED_COLUMNS,
     CurrentItem,
     history_has_value,
     insert_item,
+    insert_restored,
+    insert_restored_versions,
     next_valid_from,
     record_version,
     replace_current,
     select_by_id,
     select_current,
+    select_restore_target,
+    update_restored,
 )
 from strataflow.textsearch import fts_parts
 
@@ -201,7 +210,7 @@ def _row(
     agent_id: str | None,
     metadata: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    fts_en, fts_zh = fts_parts(f"{key.replace('_', ' ')} {statement} {_value_text(value)}")
+    fts_en, fts_zh = item_fts(key, statement, value)
     return {
         "namespace": namespace,
         "subject_id": subject_id,
@@ -241,6 +250,45 @@ def _embedding(
     )
 
 
+def item_fts(
+    key: str, statement: str | None, value: Any, name: str | None = None, description: str | None = None
+) -> tuple[str, str]:
+    """The full-text parts of an item: its key's words, statement and value, after its entry name and
+    description when it has them (a name in Chinese is searchable although its key is not)."""
+    text = f"{key.replace('_', ' ')} {statement or ''} {_value_text(value)}"
+    if name or description:
+        text = f"{name or ''} {description or ''} {text}"
+    return fts_parts(text)
+
+
+def restore_item(
+    conn: Connection, namespace: str, item: Mapping[str, Any], versions: Iterable[Mapping[str, Any]]
+) -> tuple[str, int | None, int]:
+    """Write an exported item (RESTORED_COLUMNS; value and metadata as Python values) and its versions into
+    namespace, as they were; returns (action, item id, versions added), the action new, updated (a newer
+    export of an item the namespace has), unchanged, or kept (the namespace's item changed since: left as
+    it is)."""
+    row = {name: item[name] for name in RESTORED_COLUMNS}
+    row.update(namespace=namespace, value=json.dumps(item["value"], ensure_ascii=False))
+    row["metadata"] = json.dumps(dict(item["metadata"] or {}), ensure_ascii=False, default=str)
+    fts = item_fts(item["key"], item["statement"], item["value"], item["name"], item["description"])
+    row.update(fts_en=fts[0], fts_zh=fts[1])
+    history = [{**v, "value": json.dumps(v["value"], ensure_ascii=False)} for v in versions]
+    target = select_restore_target(conn, row)
+    if target is None:
+        item_id = insert_restored(conn, row)
+        if item_id is None:  # a concurrent writer took the identity: leave its item alone
+            return "kept", None, 0
+        return NEW, item_id, insert_restored_versions(conn, row, item_id, history)
+    if target.version == row["version"] and target.updated_at == row["updated_at"]:
+        return UNCHANGED, target.item_id, 0
+    if target.version > row["version"] or target.updated_at > row["updated_at"]:
+        return "kept", target.item_id, 0
+    added = insert_restored_versions(conn, row, target.item_id, history)
+    update_restored(conn, row, target.item_id)
+    return "updated", target.item_id, added
+
+
 def _value_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
@@ -253,9 +301,9 @@ def _entry_fields(row: dict[str, Any], current: CurrentItem | None) -> None:
             row[name] = getattr(current, name) if current is not None else None
     row["is_shared"] = bool(row["is_shared"])
     if row["name"] or row["description"]:
-        extra = f"{row['name'] or ''} {row['description'] or ''}"
-        fts_en, fts_zh = fts_parts(f"{extra} {row['key'].replace('_', ' ')} {row['statement']} "
-                                   f"{_value_text(row['raw_value'])}")  # fmt: skip
+        fts_en, fts_zh = item_fts(
+            row["key"], row["statement"], row["raw_value"], row["name"], row["description"]
+        )
         row.update(fts_en=fts_en, fts_zh=fts_zh)
 
 

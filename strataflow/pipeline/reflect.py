@@ -16,6 +16,10 @@ Contradicting insights for one key in one answer are applied oldest evidence fir
 the older stays in history. Deleted items and the internal hot_summary kind are marked reflected without a
 request (a deleted fact's insight stays until a newer statement replaces it).
 
+A restore (`strataflow import`, restore_insight) writes an exported insight as it was (times and embedding
+included) unless the subject already has it (same key, valid_from and statement) or already has another
+current insight for its key.
+
 Per scope: read under a session advisory lock, call the model with no transaction open, write in a new
 transaction. The scopes fan out over Dask workers by shard (models/params.py Shard). Failures follow the
 LLM stage policy of models/results.py; retries live in the gateway only.
@@ -86,6 +90,23 @@ INSERT_INSIGHT = text(
             :evidence_message_ids, :valid_from, :valid_to, :superseded_at, :run_id, :prompt_version, :model)
     """
 )
+RESTORE_INSIGHT = text(
+    """
+    insert into insights (namespace, subject_id, key, question, statement, confidence, evidence_item_ids,
+                          evidence_message_ids, valid_from, valid_to, recorded_at, superseded_at, embedding,
+                          embedding_model, run_id, prompt_version, model)
+    select :namespace, :subject_id, :key, :question, :statement, :confidence, :evidence_item_ids,
+           :evidence_message_ids, :valid_from, :valid_to, :recorded_at, :superseded_at, :embedding,
+           :embedding_model, :run_id, :prompt_version, :model
+    where not exists (
+        select 1 from insights
+        where namespace = :namespace and subject_id = :subject_id and key = :key
+            and valid_from = :valid_from and statement = :statement
+    )
+    on conflict do nothing
+    returning insight_id
+    """
+)
 MARK_REFLECTED = text(
     """
     update memory_items set reflected_version = :version
@@ -134,6 +155,13 @@ def write_insight(
         conn.execute(CLOSE_INSIGHT, {"insight_id": current.insight_id, "valid_to": valid_from})
         conn.execute(INSERT_INSIGHT, row)
         result.insights_updated += 1
+
+
+def restore_insight(conn: Connection, row: dict[str, Any]) -> bool:
+    """Write an exported insight (the columns of RESTORE_INSIGHT, ids already mapped); False when the subject
+    already has it or another current insight for its key (module docstring). The caller owns the
+    transaction."""
+    return conn.execute(RESTORE_INSIGHT, row).first() is not None
 
 
 def applicable_insights(

@@ -46,7 +46,7 @@ from models.params import EVERY_SCOPE, Recompute, Shard
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
-from strataflow.memory.reports import write_reports
+from strataflow.memory.reports import report_fts, write_reports
 from strataflow.pipeline.rollup_prompt import (
     MESSAGE_CHARS,
     PROMPT_BUDGET_CHARS,
@@ -57,7 +57,6 @@ from strataflow.pipeline.rollup_prompt import (
 from strataflow.pipeline.runs import scope_ref, stage_logger
 from strataflow.pipeline.scopes import Scope, scope_lock, scope_weeks
 from strataflow.pipeline.stage_loop import run_units, stage_gateway
-from strataflow.textsearch import fts_parts
 from strataflow.timeutil import local_day_sql, week_bounds, week_end
 
 STAGE = "rollup"
@@ -211,7 +210,7 @@ def report_row(work: WeekWork, output: RollupOutput, lineage: dict[str, Any]) ->
     row = work.row
     key_events = _key_events(output, work.live_ids, set(work.week_ids), work.existing)
     summary = output.summary.strip()
-    fts_en, fts_zh = fts_parts(summary + "\n" + "\n".join(event["event"] for event in key_events))
+    fts_en, fts_zh = report_fts(summary, key_events)
     return {
         **lineage,
         "namespace": row.namespace,

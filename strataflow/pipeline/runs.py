@@ -44,7 +44,7 @@ BUDGET_STOPPED = "budget_stopped"
 FAILED = "failed"
 ERROR_CHARS = 2000
 # Result fields that name subjects: kept in the result (the CLI prints them), never written to pipeline_runs.
-PRIVATE_FIELDS = frozenset({"manual_conflicts", "errors", "run_id"})
+PRIVATE_FIELDS = frozenset({"manual_conflicts", "errors", "problems", "run_id"})
 
 INSERT_RUN = text(
     """

@@ -86,7 +86,7 @@ SELECT_CANDIDATES = text(
             i.valid_from as event_at, i.evidence_message_ids as message_ids
         from insights as i
         where i.namespace = :namespace and i.subject_id = :subject_id and i.valid_to is null
-        order by i.confidence desc, i.valid_from desc
+        order by i.confidence desc, i.valid_from desc, i.insight_id
         limit :insight_limit
     ),
     today as (
@@ -96,7 +96,7 @@ SELECT_CANDIDATES = text(
         from perceptual_memory as p
         where p.namespace = :namespace and p.subject_id = :subject_id and p.memory_type = 'message'
             and p.event_at >= :day_start and p.event_at < :day_end
-        order by p.event_at desc
+        order by p.event_at desc, p.memory_id desc
         limit :today_limit
     )
     select * from hot

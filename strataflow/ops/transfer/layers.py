@@ -1,0 +1,338 @@
+"""Restoring one subject's lines (strataflow.ops.transfer.restore reads the file and owns the transactions).
+
+Every layer is written by its one writer: L1 messages through the ingest path (prepare_chunk validates each
+canonical message as ingest does, write_chunk writes it and quarantines the bad ones), the keys of expired
+messages by strataflow.ingest.staging.restore_expired_keys, message embeddings by the embed stage's
+write_page, L2 items by strataflow.memory.store.restore_item, insights by strataflow.pipeline.reflect,
+weekly reports by strataflow.memory.reports, profile documents by strataflow.memory.profiles, watermarks by
+strataflow.pipeline.scopes and assets by strataflow.pipeline.assets.store_asset.
+
+Ids are renumbered: `SubjectState` maps the file's message and item ids onto the new ones as they are
+written, and lineage arrays are mapped through it (an id the file does not resolve is dropped and counted).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from models.transfer import (
+    MESSAGE_FIELDS,
+    AssetLine,
+    ImportResult,
+    InsightLine,
+    ItemLine,
+    MessageKeyLine,
+    MessageLine,
+    ProfileLine,
+    ReportLine,
+)
+from strataflow.config import Settings
+from strataflow.hashes import content_hash
+from strataflow.ingest.asset_readers import ParsedAsset
+from strataflow.ingest.chunking import Chunk
+from strataflow.ingest.enrich import ChunkOptions, prepare_chunk
+from strataflow.ingest.quarantine import quarantine_row, write_quarantine
+from strataflow.ingest.readers import ReadItem
+from strataflow.ingest.staging import restore_expired_keys, write_chunk
+from strataflow.llm.embeddings import get_embedder, store_vectors
+from strataflow.memory.profiles import restore_document
+from strataflow.memory.reports import restore_report
+from strataflow.memory.store import restore_item
+from strataflow.ops.transfer.jsonl import vector_of
+from strataflow.pipeline.assets import store_asset
+from strataflow.pipeline.embed import TARGETS, write_page
+from strataflow.pipeline.reflect import restore_insight
+from strataflow.pipeline.scopes import WEEK_HASH_SQL, advance_watermark
+from strataflow.timeutil import week_bounds
+
+_KEYS = "unnest(cast(:sources as text[]), cast(:ids as text[])) as wanted (source, source_message_id)"
+SELECT_MESSAGE_IDS = text(
+    f"""
+    select k.source, k.source_message_id, k.message_id, m.event_at, m.ingest_seq, m.embedding is null as bare
+    from {_KEYS}
+    join message_keys as k on k.namespace = :namespace and k.source = wanted.source
+        and k.source_message_id = wanted.source_message_id
+    left join conversation_messages as m on m.message_id = k.message_id and m.event_at = k.event_at
+    """
+)
+SELECT_WEEK_HASH = text(
+    f"""
+    select {WEEK_HASH_SQL} from message_keys as k
+    where k.namespace = :namespace and k.subject_id = :subject_id
+        and k.event_at >= :start and k.event_at < :end
+    """
+)
+SELECT_WATERMARK = text(
+    "select position from watermarks where stage = :stage and namespace = :namespace and scope = :scope"
+)
+MESSAGES = next(target for target in TARGETS if target.table == "conversation_messages")
+
+
+@dataclass
+class SubjectState:
+    """One subject's import: where its rows go, and the file's ids mapped to the new ones."""
+
+    settings: Settings
+    namespace: str
+    subject_id: str | None
+    run_id: uuid.UUID | None
+    label: str  # the quarantine source of the file's bad lines, import:<file name>
+    result: ImportResult
+    messages: dict[int, int] = field(default_factory=dict)
+    items: dict[int, int] = field(default_factory=dict)
+    marks: dict[str, int] = field(default_factory=dict)  # the file's watermark positions (source ingest_seq)
+    reached: dict[str, int] = field(default_factory=dict)  # the new ingest_seq they cover
+
+    def ids(self, old: list[int], mapping: dict[int, int] | None = None) -> list[int]:
+        """The new ids of old ones (sorted, distinct); ids the file did not resolve are dropped, counted."""
+        mapping = self.messages if mapping is None else mapping
+        new = {mapping[i] for i in old if i in mapping}
+        self.result.lineage_dropped += sum(1 for i in old if i not in mapping)
+        return sorted(new)
+
+    def vector(self, line: Any) -> tuple[Any, str | None]:
+        """(vector, model) of a line's embedding when it fits the target's size; (None, None) otherwise."""
+        vector = vector_of(line.embedding, self.settings.embedding_dim)
+        if line.embedding is not None and vector is None:
+            self.result.embeddings_dropped += 1
+        return (vector, line.embedding.model) if vector is not None else (None, None)
+
+    def count(self, layer: str, action: str) -> None:
+        counts = self.result.layer(layer)
+        setattr(counts, action, getattr(counts, action) + 1)
+
+
+def restore_keys(conn: Connection, state: SubjectState, lines: list[MessageKeyLine]) -> None:
+    """Keys of expired messages: added unless the namespace has them; their new ids join the map."""
+    if not lines:
+        return
+    rows = [line.model_dump() for line in lines]
+    added = restore_expired_keys(conn, state.namespace, rows)
+    counts = state.result.layer("message_keys")
+    counts.read += len(lines)
+    counts.new += added
+    counts.unchanged += len(lines) - added
+    found = _message_ids(conn, state, [(line.source, line.source_message_id) for line in lines])
+    for line in lines:
+        new = found.get((line.source, line.source_message_id))
+        if new is not None:
+            state.messages[line.message_id] = new[0]
+
+
+def restore_messages(
+    conn: Connection, state: SubjectState, lines: list[tuple[int, bytes, dict[str, Any], MessageLine]]
+) -> list[dict[str, Any]]:
+    """One batch of L1 messages through the ingest path; returns the quarantine rows of its bad records
+    (already written). Their new ids join the map, watermarks learn how far they reach, and stored
+    embeddings land on the rows that have none."""
+    settings = state.settings
+    options = ChunkOptions(
+        default_source=state.label,
+        tz=settings.tz,
+        max_content_chars=settings.max_content_chars,
+        retention_days=settings.retention_days,
+        namespace=state.namespace,
+    )
+    records: list[ReadItem] = [
+        (number, raw, {k: value[k] for k in MESSAGE_FIELDS if k in value}) for number, raw, value, _ in lines
+    ]
+    chunk = prepare_chunk(records, options)
+    for problem in chunk.quarantined:
+        relabel(problem, state.label)
+    written = write_chunk(conn, chunk, len(records), state.run_id, settings.retention_days)
+    counts = state.result.layer("messages")
+    counts.read += len(lines)
+    counts.new += written.inserted
+    counts.updated += written.updated
+    counts.unchanged += written.skipped
+    counts.quarantined += written.quarantined
+    bad = {int(problem["position"]) for problem in chunk.quarantined}
+    good = [(value, line) for number, _, value, line in lines if number not in bad]
+    keys = [(str(value.get("source") or state.label), str(value["source_message_id"])) for value, _ in good]
+    found = _message_ids(conn, state, keys)
+    vectors: dict[str, tuple[list[dict[str, Any]], list[Any]]] = defaultdict(lambda: ([], []))
+    for key, (value, line) in zip(keys, good, strict=True):
+        if key not in found:
+            continue
+        message_id, event_at, seq, bare = found[key]
+        state.messages[line.message_id] = message_id
+        for stage, position in state.marks.items():
+            if line.ingest_seq <= position and seq is not None:
+                state.reached[stage] = max(state.reached.get(stage, 0), seq)
+        vector, model = state.vector(line)
+        if bare and vector is not None and model is not None:
+            row = {
+                "message_id": message_id,
+                "event_at": event_at,
+                "content_hash": content_hash(value["content"]),
+            }
+            vectors[model][0].append(row)
+            vectors[model][1].append(vector)
+    for model, (rows, found_vectors) in vectors.items():
+        write_page(conn, MESSAGES, model, rows, found_vectors, {})
+    return chunk.quarantined
+
+
+def coverage(state: SubjectState, line: MessageLine) -> tuple[bool, ...]:
+    """Which of the subject's watermarks cover a message: a batch of messages shares one answer, so the new
+    ingest order keeps every covered message before every uncovered one."""
+    return tuple(line.ingest_seq <= position for _, position in sorted(state.marks.items()))
+
+
+def restore_watermarks(conn: Connection, state: SubjectState) -> None:
+    """Each stage's watermark at the newest new message its file watermark covered (never moved back)."""
+    for stage, position in state.reached.items():
+        params = {"stage": stage, "namespace": state.namespace, "scope": state.subject_id}
+        before = conn.execute(SELECT_WATERMARK, params).scalar()
+        if before is not None and before >= position:
+            state.count("watermarks", "unchanged")
+            continue
+        advance_watermark(
+            conn, stage, state.namespace, str(state.subject_id), state.run_id, position=position
+        )
+        state.count("watermarks", "new" if before is None else "updated")
+
+
+def restore_item_line(conn: Connection, state: SubjectState, line: ItemLine) -> None:
+    item = line.model_dump(exclude={"type", "item_id", "versions", "embedding"})
+    item["source_message_ids"] = state.ids(line.source_message_ids)
+    item["kind"] = line.kind.value
+    item["embedding"], item["embedding_model"] = state.vector(line)
+    versions = [
+        {
+            **version.model_dump(),
+            "kind": version.kind.value,
+            "source_message_ids": state.ids(version.source_message_ids),
+        }
+        for version in line.versions
+    ]
+    action, item_id, added = restore_item(conn, state.namespace, item, versions)
+    if item_id is not None:
+        state.items[line.item_id] = item_id
+    state.count("items", action)
+    history = state.result.layer("item_versions")
+    history.read += len(line.versions)
+    history.new += added
+    history.unchanged += len(line.versions) - added
+
+
+def restore_insight_line(conn: Connection, state: SubjectState, line: InsightLine) -> None:
+    row = line.model_dump(exclude={"type", "insight_id", "embedding"})
+    row["evidence_item_ids"] = state.ids(line.evidence_item_ids, state.items)
+    row["evidence_message_ids"] = state.ids(line.evidence_message_ids)
+    row["embedding"], row["embedding_model"] = state.vector(line)
+    row["namespace"] = state.namespace
+    state.count("insights", "new" if restore_insight(conn, row) else "unchanged")
+
+
+def restore_report_line(conn: Connection, state: SubjectState, line: ReportLine) -> None:
+    report = line.model_dump(exclude={"type", "report_id", "current", "revisions", "embedding"})
+    report["source_message_ids"] = state.ids(line.source_message_ids)
+    report["key_events"] = [_mapped_event(state, event) for event in line.key_events]
+    report["embedding"], report["embedding_model"] = state.vector(line)
+    if line.current:  # the target's hash of the same week: a rollup there finds the report current
+        start, end = week_bounds(line.week_start, state.settings.tz)
+        params = {"namespace": state.namespace, "subject_id": line.subject_id, "start": start, "end": end}
+        report["input_hash"] = conn.execute(SELECT_WEEK_HASH, params).scalar() or line.input_hash
+    revisions = [
+        {
+            **revision.model_dump(),
+            "source_message_ids": state.ids(revision.source_message_ids),
+            "key_events": [_mapped_event(state, e) for e in revision.key_events]
+            if isinstance(revision.key_events, list)
+            else revision.key_events,
+        }
+        for revision in line.revisions
+    ]
+    state.count("reports", restore_report(conn, state.namespace, report, revisions))
+    state.result.layer("report_revisions").read += len(line.revisions)
+
+
+def restore_profile_line(conn: Connection, state: SubjectState, line: ProfileLine) -> None:
+    stored = line.model_dump(exclude={"type", "subject_id", "doc_type"})
+    action = restore_document(conn, state.namespace, line.subject_id, line.doc_type, stored)
+    state.count("profiles", action)
+
+
+def restore_asset_line(conn: Connection, state: SubjectState, line: AssetLine) -> None:
+    """An asset of the namespace by its one writer; the exported chunk vectors of the target's model fill
+    the embedding cache first, so nothing is encoded again."""
+    model = get_embedder(state.settings).model_name
+    known = {}
+    for chunk in line.chunks:
+        if chunk.embedding is not None and chunk.embedding.model == model:
+            vector, _ = state.vector(chunk)
+            if vector is not None:
+                known[content_hash(chunk.content)] = vector
+    store_vectors(conn, model, known)
+    asset = ParsedAsset(
+        uri=line.uri,
+        kind=line.kind,
+        title=line.title or "",
+        checksum=line.checksum,
+        chunks=[Chunk(c.content, c.token_count, dict(c.metadata)) for c in line.chunks],
+        metadata=dict(line.metadata),
+    )
+    action, counts = store_asset(conn, state.settings, state.namespace, asset, state.run_id)
+    state.count("assets", {"inserted": "new", "replaced": "updated"}.get(action, "unchanged"))
+    chunks = state.result.layer("asset_chunks")
+    chunks.read += len(line.chunks)
+    chunks.new += counts.chunks_written
+
+
+def relabel(problem: dict[str, Any], label: str) -> dict[str, Any]:
+    """A quarantine row of the ingest path named after the export file and its line (its position)."""
+    prefix = f"{problem['source']} record {problem['position']}: "
+    error = problem["error"][len(prefix) :] if problem["error"].startswith(prefix) else problem["error"]
+    problem.update(source=label, error=f"{label} line {problem['position']}: {error}")
+    return problem
+
+
+def problem_row(
+    label: str,
+    namespace: str,
+    position: int,
+    subject: Any,
+    field: str | None,
+    reason: str,
+    error: str,
+    raw: str,
+) -> dict[str, Any]:
+    """A quarantine row of a bad line or record of an import (the one row builder, quarantine_row); `error`
+    already names the place (e.g. `import:f.jsonl line 7: field 'kind': ...`)."""
+    return quarantine_row(
+        namespace=namespace, source=label, position=position, field=field, reason=reason, error=error,
+        raw_record=raw, subject_id=subject if isinstance(subject, str) and "\x00" not in subject else None,
+    )  # fmt: skip
+
+
+def quarantine(
+    conn: Connection, settings: Settings, run_id: uuid.UUID | None, problems: list[dict[str, Any]]
+) -> None:
+    """Write quarantine rows through the one quarantine writer (strataflow.ingest.quarantine)."""
+    write_quarantine(conn, run_id, problems)
+
+
+def _message_ids(
+    conn: Connection, state: SubjectState, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[int, Any, int | None, bool]]:
+    """(source, source_message_id) -> (new message_id, event_at, ingest_seq, embedding is null)."""
+    if not keys:
+        return {}
+    params = {"namespace": state.namespace, "sources": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+    return {
+        (row.source, row.source_message_id): (row.message_id, row.event_at, row.ingest_seq, bool(row.bare))
+        for row in conn.execute(SELECT_MESSAGE_IDS, params)
+    }
+
+
+def _mapped_event(state: SubjectState, event: Any) -> Any:
+    if isinstance(event, dict) and isinstance(event.get("message_ids"), list):
+        old = [i for i in event["message_ids"] if isinstance(i, int)]
+        return {**event, "message_ids": state.ids(old)}
+    return event
