@@ -39,6 +39,9 @@ MESSAGE_FIELDS = (
     "lang",
     "metadata",
 )
+# The layers with a line of their own (entries and versions ride inside item lines, chunks and revisions
+# inside theirs): the header's counts of these are the file's lines after the header.
+LINE_LAYERS = ("message_keys", "messages", "items", "insights", "reports", "profiles", "watermarks", "assets")
 # Subject-scoped stages whose watermark (an ingest position) the export carries.
 WATERMARK_STAGES = ("extract", "hot_summary")
 

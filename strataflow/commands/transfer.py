@@ -38,6 +38,11 @@ def export(
     _table(f"export of {namespace}" + (f" (subject {subject})" if subject else ""), ["rows"],
            {layer: [count] for layer, count in result.counts.items()})  # fmt: skip
     rows = sum(count for layer, count in result.counts.items() if layer != "entries")
+    if not rows:
+        typer.echo(
+            f"note: namespace {namespace!r} has no rows" + (f" of subject {subject!r}" if subject else ""),
+            err=True,
+        )
     typer.echo(f"wrote {rows} row(s) ({result.bytes:,} bytes) to {out}")
 
 

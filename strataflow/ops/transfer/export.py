@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from models.transfer import FORMAT, FORMAT_VERSION, WATERMARK_STAGES, ExportResult
+from models.transfer import FORMAT, FORMAT_VERSION, LINE_LAYERS, WATERMARK_STAGES, ExportResult
 from strataflow import __version__
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
@@ -43,8 +43,6 @@ COUNTS = {
     "assets": "select count(*) from asset_documents where namespace = :namespace and :whole",
     "asset_chunks": "select count(*) from asset_chunks where namespace = :namespace and :whole",
 }
-# Lines per layer (entries and versions ride inside item lines, chunks and revisions inside theirs).
-LINE_LAYERS = ("message_keys", "messages", "items", "insights", "reports", "profiles", "watermarks", "assets")
 SELECT_SUBJECTS = text(
     f"""
     select subject_id from message_keys where {SCOPE}

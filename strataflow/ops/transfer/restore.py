@@ -24,6 +24,7 @@ from models.messages import describe_errors
 from models.transfer import (
     FORMAT,
     FORMAT_VERSION,
+    LINE_LAYERS,
     LINE_MODELS,
     AssetLine,
     Header,
@@ -47,7 +48,6 @@ from strataflow.pipeline.progress import progress_bar
 MESSAGE_BATCH = 2_000
 KEY_BATCH = 5_000
 SHOWN_PROBLEMS = 20
-LINE_LAYERS = ("message_keys", "messages", "items", "insights", "reports", "profiles", "watermarks", "assets")
 
 
 class TransferError(UserError):
