@@ -5,7 +5,7 @@ One process = one engine (a small connection pool) and one embedding model, both
 server accepts requests (the model and the token counter are warmed up, so the first request is not slow).
 Endpoints are plain `def` functions: FastAPI runs them on its thread pool, so SQL and embedding never block
 the event loop, and `--workers N` adds processes. The OpenAPI reference is at /docs (Swagger UI) and /redoc,
-both served from the installed fastapi-offline package (no CDN: they work offline).
+their assets served by this server (strataflow.service.docs_pages: no CDN, they work offline).
 
 Middleware, outermost first: the rate limit (before any database work: strataflow.service.ratelimit), then
 the body limit (413). At start the server gives the database its online write window (the owner-run
@@ -20,7 +20,6 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import Depends, FastAPI
-from fastapi_offline import FastAPIOffline
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -28,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
-from strataflow.service import errors, openapi
+from strataflow.service import docs_pages, errors, openapi
 from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
@@ -154,7 +153,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             tasks.cancel_scope.cancel()
         engine.dispose()
 
-    app = FastAPIOffline(
+    app = FastAPI(
         title="strataflow agent memory API",
         version=__version__,
         description="Three-layer memory for agents: messages in, context out, seed 003 entries, seed 002 "
@@ -164,7 +163,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "the paths of mem0's platform API for mem0's own client (docs/integrations.md).",
         lifespan=lifespan,
         dependencies=[Depends(strict_json_body)],
+        docs_url=None,
+        redoc_url=None,
     )
+    docs_pages.install(app)
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessions = sessions

@@ -85,10 +85,15 @@ def seed_subject(engine, settings, add_messages, namespace, subject, monday):
         conn.execute(
             text(
                 "insert into quarantine (namespace, subject_id, source, position, reason, error, raw_record) "
-                "values (:ns, :s, 'x.jsonl', '3', 'bad_timestamp', 'bad time', '{}'), "
+                "values (:ns, :s, :file, '3', 'bad_timestamp', 'bad time', '{}'), "
                 "(null, null, 'y.jsonl', '4', 'missing_field', 'no namespace', :raw)"
             ),
-            {"ns": namespace, "s": subject, "raw": json.dumps({"subject_id": subject, "content": "hi"})},
+            {
+                "ns": namespace,
+                "s": subject,
+                "file": f"{subject}.jsonl",  # one record per subject (sql/283)
+                "raw": json.dumps({"subject_id": subject, "content": "hi"}),
+            },
         )
         conn.execute(
             text(
