@@ -161,3 +161,36 @@ def test_tenancy_namespaces_readers_and_whole_namespace_deletes(
     alpha.delete_users(user_id=subject)  # a whole-namespace key: every agent's memories of the user
     left = alpha.get_all(filters={"OR": [{"user_id": subject}, {"agent_id": "coach"}]})
     assert left["results"] == []
+
+
+def test_agent_bound_keys_act_as_their_agent_and_may_not_delete_the_namespace(
+    api_url: str, engine: Engine, subject: str
+) -> None:
+    from strataflow.db import roles
+    from strataflow.integrations.langgraph import StrataflowStore, StrataflowStoreError
+    from strataflow.service import keys
+
+    role, namespace = f"t_m0_{uuid.uuid4().hex[:8]}", f"m0_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        roles.create_role(conn, role, "agent", with_password=False)
+        roles.grant(conn, role, namespace)
+        made = {name: keys.create_key(conn, f"{role}-{name}", role, agent_id=agent)[0]
+                for name, agent in (("a1", "a1"), ("b1", "b1"), ("all", None))}  # fmt: skip
+    a1, b1, every = (MemoryClient(api_key=made[n], host=f"{api_url}/mem0") for n in ("a1", "b1", "all"))
+    mid = a1.add("I water the plants on Fridays.", user_id=subject, infer=False)["results"][0]
+    assert mid["agent_id"] == "a1"  # an agent key writes its agent's private entry
+    assert status_of(a1.add, "x", user_id=subject, agent_id="b1", infer=False) == 403
+    assert status_of(a1.search, "plants", filters={"user_id": subject, "agent_id": "b1"}) == 403
+    assert [h["id"] for h in a1.search("plants", filters={"user_id": subject})["results"]] == [mid["id"]]
+    assert b1.search("plants", filters={"user_id": subject})["results"] == []
+    assert status_of(b1.get, mid["id"]) == 404 and status_of(every.get, mid["id"]) == 404
+    assert status_of(b1.delete, mid["id"]) == 404
+    for refused in (lambda: a1.delete_users(user_id=subject), a1.delete_all, a1.reset):
+        assert status_of(refused) == 403
+    assert a1.get(mid["id"])["memory"].startswith("I water")
+    every.delete_users(user_id=subject)  # the namespace's key: every agent's memories of the user
+    assert status_of(a1.get, mid["id"]) == 404
+    store = StrataflowStore(url=api_url, api_key=made["a1"], agent="b1")
+    with pytest.raises(StrataflowStoreError) as refused_store:
+        store.get(("memories", subject), "k")
+    assert refused_store.value.status == 403

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
+from strataflow.config import Settings
 from strataflow.ingest.message_progress import message_progress
 from strataflow.ingest.online import write_messages
 from strataflow.memory import api, item_sets
@@ -126,7 +127,7 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
 def _queue(
     db: Connection,
     caller: Caller,
-    settings: Any,
+    settings: Settings,
     turns: list[dict[str, Any]],
     user_id: str,
     agent: str | None,
