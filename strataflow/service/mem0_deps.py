@@ -69,7 +69,7 @@ def namespace_writer(caller: Caller, what: str) -> None:
 
 
 def item_id_of(memory_id: str) -> int:
-    if not memory_id.isdigit() or len(memory_id) > 18:
+    if not (memory_id.isascii() and memory_id.isdigit()) or len(memory_id) > 18:  # '³'.isdigit() is true
         raise ApiError(404, f"no memory {memory_id!r}", "memory_id")
     return int(memory_id)
 

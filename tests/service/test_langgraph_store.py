@@ -138,3 +138,23 @@ def test_the_async_store_and_generate_store(
         return [hit.key for hit in hits]
 
     assert asyncio.run(round_trip())[0] == "a1"
+
+
+def test_an_empty_suffix_or_prefix_matches_every_namespace_and_odd_ids_are_not_found(
+    api_url: str, tenants: dict[str, Tenant], subject: str
+) -> None:
+    """Found by Schemathesis: an empty suffix path compared the whole namespace (a 422), and a memory id of
+    Unicode digits ('³' passes str.isdigit) reached int()."""
+    import httpx
+
+    key = tenants["alpha"].key
+    store = StrataflowStore(url=api_url, api_key=key)
+    store.put(("memories", subject), "k", {"content": "likes rainy days"})
+    every = store.list_namespaces()
+    assert ("memories", subject) in every
+    body = {"ops": [{"op": "list_namespaces", "match_conditions": [{"path": [], "match_type": "suffix"}]}]}
+    answer = httpx.post(f"{api_url}/v1/store/batch", json=body, headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 200, answer.text
+    assert ["memories", subject] in answer.json()["results"][0]
+    odd = httpx.get(f"{api_url}/mem0/v1/memories/%C2%B3/", headers={"Authorization": f"Token {key}"})
+    assert odd.status_code == 404, odd.text

@@ -206,7 +206,9 @@ def _namespace_matches(namespace: tuple[str, ...], op: ListNamespacesOp) -> bool
         path = condition.path
         if len(path) > len(namespace):
             return False
-        labels = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+        # namespace[-0:] is the whole tuple: an empty suffix must take no labels, so slice from the length.
+        start = 0 if condition.match_type == "prefix" else len(namespace) - len(path)
+        labels = namespace[start : start + len(path)]
         if any(want not in ("*", got) for want, got in zip(path, labels, strict=True)):
             return False
     return True
