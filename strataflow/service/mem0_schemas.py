@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
@@ -71,6 +71,17 @@ class Mem0Message(Strict):
 Turns = Annotated[list[Mem0Message], Field(min_length=1, max_length=MAX_ADD_MESSAGES)]
 
 
+def _a_boolean(value: Any) -> Any:
+    """Literal[False] accepts 0 (0 == False): only a JSON boolean is one."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError("must be a boolean")
+    return value
+
+
+# false or null: what the schema says; 0 is refused (Literal compares by equality, and 0 == False).
+OnlyFalse = Annotated[Literal[False], BeforeValidator(_a_boolean)]
+
+
 class Mem0Add(Strict):
     """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default; a user_id
     is required (strataflow memories are about a user)."""
@@ -100,7 +111,7 @@ class Mem0Add(Strict):
     filters: AddIds | None = Field(None, description="entity ids, as the typed options send them")
     timestamp: None = Field(None, description="not supported (only null): the event time is now")
     expiration_date: None = Field(None, description="not supported (only null): memories do not expire")
-    immutable: Literal[False] | None = Field(None, description="not supported (only false or null)")
+    immutable: OnlyFalse | None = Field(None, description="not supported (only false or null)")
     custom_categories: list[Metadata] | None = Ignored
     custom_instructions: str | None = Ignored
     agent_custom_instructions: str | None = Ignored

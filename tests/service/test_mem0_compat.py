@@ -102,6 +102,11 @@ def test_filters_agents_runs_and_what_is_refused(
         headers={"Authorization": f"Token {tenants['alpha'].key}"},
     )  # fmt: skip
     assert raw.status_code == 400 and "categories" in raw.json()["error"]["message"]
+    not_a_boolean = httpx.post(  # Schemathesis: Literal[False] took 0 (0 == False)
+        f"{api_url}/mem0/v3/memories/add/", json={"messages": "hi", "user_id": subject, "immutable": 0},
+        headers={"Authorization": f"Token {tenants['alpha'].key}"},
+    )  # fmt: skip
+    assert not_a_boolean.status_code == 422 and not_a_boolean.json()["error"]["field"] == "immutable"
 
 
 def test_infer_true_is_pending_until_extraction_then_found_by_meaning(
