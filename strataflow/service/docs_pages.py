@@ -19,6 +19,11 @@ STATIC_URL = "/static-offline-docs"
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 
 
+def _under_root(request: Request, path: str) -> str:
+    """path below the app's root_path (the prefix a proxy mounts the server under)."""
+    return f"{request.scope.get('root_path', '')}{path}"
+
+
 def install(app: FastAPI) -> None:
     """Mount the assets; add /docs, its OAuth2 redirect and /redoc (none of them in the OpenAPI document)."""
     app.mount(STATIC_URL, StaticFiles(directory=ASSETS), name="static-offline-docs")
@@ -27,14 +32,13 @@ def install(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
         return get_swagger_ui_html(
-            openapi_url=f"{root}{openapi_url}",
+            openapi_url=_under_root(request, openapi_url),
             title=f"{app.title} - Swagger UI",
             oauth2_redirect_url=redirect_url,
-            swagger_js_url=f"{root}{STATIC_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}{STATIC_URL}/swagger-ui.css",
-            swagger_favicon_url=f"{root}{STATIC_URL}/favicon.png",
+            swagger_js_url=_under_root(request, f"{STATIC_URL}/swagger-ui-bundle.js"),
+            swagger_css_url=_under_root(request, f"{STATIC_URL}/swagger-ui.css"),
+            swagger_favicon_url=_under_root(request, f"{STATIC_URL}/favicon.png"),
             swagger_ui_parameters=app.swagger_ui_parameters,
         )
 
@@ -44,11 +48,10 @@ def install(app: FastAPI) -> None:
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
         return get_redoc_html(
-            openapi_url=f"{root}{openapi_url}",
+            openapi_url=_under_root(request, openapi_url),
             title=f"{app.title} - ReDoc",
-            redoc_js_url=f"{root}{STATIC_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{STATIC_URL}/favicon.png",
+            redoc_js_url=_under_root(request, f"{STATIC_URL}/redoc.standalone.js"),
+            redoc_favicon_url=_under_root(request, f"{STATIC_URL}/favicon.png"),
             with_google_fonts=False,
         )
