@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("MEM0_TELEMETRY", "false")  # read when mem0 is imported, not when a client is made
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 for _var in ("DATABASE_URL", "STRATAFLOW_DATABASE_URL", "PREFECT_API_URL"):

@@ -325,11 +325,16 @@ def list_memories(
 
 
 def memory_history(
-    conn: Connection, namespace: str, item_id: int, *, agent_id: str | None = None
+    conn: Connection,
+    namespace: str,
+    item_id: int,
+    *,
+    agent_id: str | None = None,
+    include_deleted: bool = True,
 ) -> list[MemoryVersion]:
-    """Every version of a visible item (a deleted one too), oldest first: valid_from/valid_to (event time),
-    recorded_at/superseded_at (when strataflow knew), and versions kept only in history with their note."""
-    _visible(conn, namespace, item_id, agent_id, True)
+    """Every version of a visible item (a deleted one's too, unless include_deleted=False, as over HTTP),
+    oldest first, with event and record times and the versions kept only in history with their note."""
+    _visible(conn, namespace, item_id, agent_id, include_deleted)
     params = {"item_id": item_id, "namespace": namespace}
     return [version_of(row) for row in conn.execute(SELECT_HISTORY, params).mappings()]
 

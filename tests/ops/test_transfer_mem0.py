@@ -17,8 +17,6 @@ from strataflow.cli import app
 from strataflow.config import Settings
 from strataflow.ops.transfer.mem0 import import_mem0
 
-os.environ.setdefault("MEM0_TELEMETRY", "false")
-
 SELECT_QUARANTINE = text(
     "select position, field, subject_id, error from quarantine where namespace = :ns order by position"
 )

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
+from strataflow.memory.api import memory_history
 from tests.fixtures.scripted_model import ScriptedModel, fact
 from tests.fixtures.service import Tenant, make_tenant
 
@@ -67,7 +68,7 @@ def test_a_posted_message_is_found_by_context_at_once_and_only_by_its_namespace(
 
 
 def test_an_entry_round_trips_through_every_memories_endpoint(
-    api_url: str, tenants: dict[str, Tenant], subject: str
+    api_url: str, engine: Engine, tenants: dict[str, Tenant], subject: str
 ) -> None:
     alpha = tenants["alpha"].client(api_url)
     body = {
@@ -91,13 +92,20 @@ def test_an_entry_round_trips_through_every_memories_endpoint(
     assert [hit["id"] for hit in hits] == [entry["id"]] and hits[0]["score"] > 0
     listed = alpha.get("/v1/memories", params={"subject": subject, "limit": 1}).json()
     assert [e["id"] for e in listed["entries"]] == [entry["id"]] and listed["next_cursor"] is None
-    deleted = alpha.delete(f"/v1/memories/{entry['id']}")
-    assert deleted.json()["status"] == "deleted"
     history = alpha.get(f"/v1/memories/{entry['id']}/history").json()
     assert [(v["version"], v["action"], v["type"]) for v in history] == [
-        (1, "new", "feedback"), (2, "modified", "user"), (3, "deleted", "user"),
-    ]  # fmt: skip
-    _error(alpha.get(f"/v1/memories/{entry['id']}"), 404)
+        (1, "new", "feedback"),
+        (2, "modified", "user"),
+    ]
+    deleted = alpha.delete(f"/v1/memories/{entry['id']}")
+    assert deleted.json()["status"] == "deleted"
+    # Gone from every URL of the entry (Schemathesis' use-after-free); the CLI and SQL keep its versions.
+    for gone in ("", "/history"):
+        _error(alpha.get(f"/v1/memories/{entry['id']}{gone}"), 404)
+    _error(alpha.patch(f"/v1/memories/{entry['id']}", json={"description": "again"}), 404)
+    with engine.connect() as conn:
+        kept = memory_history(conn, tenants["alpha"].namespace, entry["id"])
+    assert [(v.version, v.action) for v in kept] == [(1, "new"), (2, "modified"), (3, "deleted")]
 
 
 def test_agent_scope_over_http_private_unless_shared(

@@ -26,7 +26,6 @@ TEA = "I prefer green tea over coffee in the morning."
 
 @pytest.fixture(autouse=True)
 def quiet_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[None]:
-    monkeypatch.setenv("MEM0_TELEMETRY", "false")
     monkeypatch.setenv("MEM0_DIR", str(tmp_path / "mem0"))
     logging.getLogger("mem0").setLevel(logging.CRITICAL + 1)  # it logs every HTTP error it raises
     yield

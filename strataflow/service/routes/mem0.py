@@ -299,7 +299,7 @@ def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) 
     db, caller = session
     agent, item_id = acting_agent(caller, agent_id), item_id_of(memory_id)
     item = api.get_memory(db, caller.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
-    versions = api.memory_history(db, caller.namespace, item_id, agent_id=agent)
+    versions = api.memory_history(db, caller.namespace, item_id, agent_id=agent, include_deleted=False)
     return shapes.history_of(item, versions)
 
 

@@ -95,5 +95,8 @@ def delete_memory(
 def memory_history(
     item_id: ItemPath, db: DbDep, caller: CallerDep, agent: AgentQuery = None
 ) -> list[MemoryVersion]:
-    """Every version of the entry, oldest first (valid_from/valid_to, recorded_at/superseded_at)."""
-    return api.memory_history(db, caller.namespace, item_id, agent_id=caller.agent_for(agent))
+    """Every version of the entry, oldest first (valid_from/valid_to, recorded_at/superseded_at). A deleted
+    entry is 404 here as at GET (its versions stay: `strataflow memory get --history`, SQL, export)."""
+    return api.memory_history(
+        db, caller.namespace, item_id, agent_id=caller.agent_for(agent), include_deleted=False
+    )
