@@ -200,16 +200,6 @@ def restore_document(
     return "new" if written.inserted else "updated"
 
 
-def render_profile_block(document: ProfileDocument) -> str:
-    """Seed 002 prompt injection: the document's filled fields between the seed's markers (see profile_body);
-    empty string when nothing is filled."""
-    body = profile_body(document)
-    if not body:
-        return ""
-    start, end = profile_markers(document.doc_type)
-    return f"{start}\n{body}\n{end}"
-
-
 def profile_body(document: ProfileDocument) -> str:
     """The filled fields as compact JSON (empty fields and entry meta left out); '<' is written as \\u003c so
     user text cannot close a tag of the prompt around it. Empty string when nothing is filled."""
