@@ -34,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -48,17 +49,17 @@ from bench.cpu import tree_cpu_s
 ROLE = "bench_api_agent"
 
 
-def make_key(settings: Any) -> str:
-    """An agent role granted the bench namespace (created once per home) and a new key for it."""
+def make_key(settings: Any, role: str = ROLE, namespace: str = NAMESPACE) -> str:
+    """An agent role granted the namespace (created once per home) and a new key for it."""
     from strataflow.db import roles
     from strataflow.db.engine import engine_for
     from strataflow.service import keys
 
     with engine_for(settings).begin() as conn:
-        if ROLE not in {role.role_name for role in roles.list_roles(conn)}:
-            roles.create_role(conn, ROLE, "agent", with_password=False)
-        roles.grant(conn, ROLE, NAMESPACE)
-        key, _ = keys.create_key(conn, f"bench-api-{uuid.uuid4().hex[:8]}", ROLE)
+        if role not in {r.role_name for r in roles.list_roles(conn)}:
+            roles.create_role(conn, role, "agent", with_password=False)
+        roles.grant(conn, role, namespace)
+        key, _ = keys.create_key(conn, f"{role}-{uuid.uuid4().hex[:8]}", role)
     return key
 
 
@@ -68,22 +69,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0"}  # measure the server, not the limiter
+def start_server(port: int, workers: int = 1, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`strataflow api` in a subprocess with its rate limit off (measure the server, not the limiter) and the
+    given extra settings, once /readyz answers. Its stderr goes to a file: a pipe nobody reads would stall a
+    server that logs much (a killed database)."""
+    settings = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0", **(env or {})}
     command = [sys.executable, "-m", "strataflow.cli", "api", "--port", str(port), "--workers", str(workers)]
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = tempfile.TemporaryFile()
+    server = subprocess.Popen(command, env=settings, stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(
-                f"the server exited: {server.stderr.read().decode()[-2000:] if server.stderr else ''}"
-            )
+            stderr.seek(0)
+            raise RuntimeError(f"the server exited: {stderr.read().decode(errors='replace')[-2000:]}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
                 return server
         except httpx.HTTPError:
             pass
-        time.sleep(1)
+        time.sleep(0.5)
     server.kill()
     raise RuntimeError("the server was not ready within 600 s")
 

@@ -29,42 +29,11 @@ from typing import Any
 
 import httpx
 
-from bench.api import free_port
+from bench.api import free_port, make_key, start_server, stop_server
 from bench.context import log, percentile
 
 NAMESPACE = "bench_durability"
 ROLE = "bench_durability_agent"
-
-
-def make_key(settings: Any) -> str:
-    from strataflow.db import roles
-    from strataflow.db.engine import engine_for
-    from strataflow.service import keys
-
-    with engine_for(settings).begin() as conn:
-        if ROLE not in {role.role_name for role in roles.list_roles(conn)}:
-            roles.create_role(conn, ROLE, "agent", with_password=False)
-        roles.grant(conn, ROLE, NAMESPACE)
-        key, _ = keys.create_key(conn, f"bench-durability-{uuid.uuid4().hex[:8]}", ROLE)
-    return key
-
-
-def start_server(port: int, durable: bool) -> subprocess.Popen[bytes]:
-    durability = str(durable).lower()
-    env = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0", "STRATAFLOW_API_DURABLE_WRITES": durability}
-    command = [sys.executable, "-m", "strataflow.cli", "api", "--port", str(port)]
-    server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError("the server exited")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError("the server did not become ready")
 
 
 def postmaster_pid(home: Path) -> int:
@@ -135,16 +104,12 @@ def lost(settings: Any, run: str, acked: list[str]) -> int:
 
 def measure(settings: Any, key: str, durable: bool, seconds: float, clients: int) -> dict[str, Any]:
     port = free_port()
-    server = start_server(port, durable)
+    server = start_server(port, env={"STRATAFLOW_API_DURABLE_WRITES": str(durable).lower()})
     run = f"dur-{uuid.uuid4().hex[:8]}"
     try:
         found = stream(port, key, run, seconds, clients, settings.home)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop_server(server)
     subprocess.run([sys.executable, "-m", "strataflow.cli", "db", "status"], capture_output=True, check=True)
     latencies = sorted(found["latencies"])
     return {
@@ -167,7 +132,7 @@ def main() -> None:
 
     settings = load_settings()
     migrations.upgrade(engine_for(settings))
-    key = make_key(settings)
+    key = make_key(settings, ROLE, NAMESPACE)
     figures: dict[str, Any] = {}
     for name, durable in (("durable", True), ("async", False)):
         log(f"{name}: streaming for {args.seconds:g} s, then kill -9 of the postmaster")
