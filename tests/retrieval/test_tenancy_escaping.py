@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from strataflow.config import Settings
 from strataflow.llm.prompt_blocks import json_text, quote_text
-from strataflow.retrieval.context_budget import block_wrapper, fit_exactly, parse_text_block
+from strataflow.retrieval.context_budget import SECTION_ORDER, block_wrapper, fit_exactly, parse_text_block
 from strataflow.retrieval.context_parts import ContextPiece
 
 # Every character str.splitlines() breaks on, the markers, invisible characters and the escape characters.
@@ -40,6 +40,16 @@ def _piece(section: str, label: str, text: str, number: int) -> ContextPiece:
     )  # fmt: skip
 
 
+def _in_block_order(
+    entries: list[tuple[str, str, str]],
+) -> tuple[list[tuple[str, str, str]], list[ContextPiece]]:
+    """The entries in the order the block renders them (grouped by section, in intent "other"'s section
+    order), and their pieces."""
+    entries = sorted(entries, key=lambda entry: SECTION_ORDER["other"].index(entry[0]))
+    pieces = [_piece(section, label, text, n) for n, (section, label, text) in enumerate(entries, start=1)]
+    return entries, pieces
+
+
 def _render(settings: Settings, pieces: list[ContextPiece], fmt: str, subject: str) -> str:
     head, tail = block_wrapper(fmt, "tenancy", subject, "other")  # type: ignore[arg-type]
     rendered, kept = fit_exactly(pieces, "other", fmt, head, tail, 10**9, settings)  # type: ignore[arg-type]
@@ -59,10 +69,7 @@ def _render(settings: Settings, pieces: list[ContextPiece], fmt: str, subject: s
 def test_the_text_block_parses_back_to_exactly_the_pieces_put_in(
     settings: Settings, entries: list[tuple[str, str, str]], subject: str
 ) -> None:
-    # The section order of intent "other": the pieces are rendered grouped by section, in that order.
-    order = ["hot", "key_items", "today", "related", "insights", "reports", "items"]
-    entries = sorted(entries, key=lambda entry: order.index(entry[0]))
-    pieces = [_piece(section, label, text, n) for n, (section, label, text) in enumerate(entries, start=1)]
+    entries, pieces = _in_block_order(entries)
     block = _render(settings, pieces, "text", subject)
 
     parsed = parse_text_block(block)
@@ -80,9 +87,7 @@ def test_the_text_block_parses_back_to_exactly_the_pieces_put_in(
 def test_the_json_block_parses_back_to_exactly_the_pieces_put_in(
     settings: Settings, entries: list[tuple[str, str, str]], subject: str
 ) -> None:
-    order = ["hot", "key_items", "today", "related", "insights", "reports", "items"]
-    entries = sorted(entries, key=lambda entry: order.index(entry[0]))
-    pieces = [_piece(section, label, text, n) for n, (section, label, text) in enumerate(entries, start=1)]
+    entries, pieces = _in_block_order(entries)
     head, tail = block_wrapper("json", "tenancy", subject, "other")
     block = _render(settings, pieces, "json", subject) if pieces else head + tail
     document = json.loads(block)["memory_context"]
