@@ -252,11 +252,7 @@ def delete_memory(
 ) -> MemoryWrite:
     """Mark a visible, active item deleted (a new version; its history stays): MemoryNotFound,
     MemoryForbidden as update."""
-    row = _changeable(conn, namespace, item_id, agent_id)
-    store.delete_item(
-        conn, namespace=namespace, subject_id=row["subject_id"], agent_id=row["agent_id"], kind=row["kind"],
-        key=row["key"], event_at=write_time(row["valid_from"]), source="manual",
-    )  # fmt: skip
+    delete_row(conn, namespace, _changeable(conn, namespace, item_id, agent_id))
     item = get_memory(conn, namespace, item_id, agent_id=agent_id, include_deleted=True)
     return MemoryWrite(action="deleted", item=item)
 
@@ -337,6 +333,14 @@ def memory_history(
     _visible(conn, namespace, item_id, agent_id, include_deleted)
     params = {"item_id": item_id, "namespace": namespace}
     return [version_of(row) for row in conn.execute(SELECT_HISTORY, params).mappings()]
+
+
+def delete_row(conn: Connection, namespace: str, row: Mapping[Any, Any]) -> None:
+    """The versioned delete of an active item's row (its identity and valid_from), as a manual write."""
+    store.delete_item(
+        conn, namespace=namespace, subject_id=row["subject_id"], agent_id=row["agent_id"], kind=row["kind"],
+        key=row["key"], event_at=write_time(row["valid_from"]), source="manual",
+    )  # fmt: skip
 
 
 def write_time(current_valid_from: datetime | None) -> datetime:

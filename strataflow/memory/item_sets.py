@@ -1,7 +1,7 @@
 """Operations of the one L2 API (strataflow.memory.api) over sets of items rather than one: what the
 mem0-compatible API and the LangGraph store need beside create/update/delete/get/find/list/history. Same row
 type, same visibility rule (api.READABLE: the viewer agent's items, the namespace's and shared ones), same
-versioned delete (strataflow.memory.store.delete_item).
+versioned delete (api.delete_row).
 
 - `items_from_messages`: the active items whose lineage includes some of the given L1 messages (what an
   extraction made of them).
@@ -26,8 +26,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from models.memory_items import MemoryItem
-from strataflow.memory import store
-from strataflow.memory.api import ITEM_COLUMNS, READABLE, write_time
+from strataflow.memory.api import ITEM_COLUMNS, READABLE, delete_row
 from strataflow.memory.item_fields import item_of
 
 CONVERSATION_KEY = "conversation_id"  # metadata field of an item written for one conversation (mem0 run_id)
@@ -70,13 +69,13 @@ SELECT_METADATA_VALUES = text(
     """
 )
 SELECT_DELETABLE = text(
-    """
+    f"""
     select mi.item_id, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.valid_from from memory_items as mi
     where mi.namespace = :namespace and mi.status = 'active' and mi.kind <> 'hot_summary'
         and (:every_agent or mi.agent_id is null or mi.agent_id = cast(:viewer as text))
         and (cast(:subject_id as text) is null or mi.subject_id = :subject_id)
         and (cast(:owner as text) is null or mi.agent_id = :owner)
-        and (cast(:conversation_id as text) is null or mi.metadata ->> 'conversation_id' = :conversation_id
+        and (cast(:conversation_id as text) is null or mi.metadata ->> '{CONVERSATION_KEY}' = :conversation_id
              or exists (select 1 from message_keys as k
                         where k.message_id = any(mi.source_message_ids) and k.namespace = mi.namespace
                             and k.conversation_id = :conversation_id))
@@ -175,9 +174,6 @@ def delete_memories(
     }  # fmt: skip
     deleted = []
     for row in conn.execute(SELECT_DELETABLE, params).mappings().all():
-        store.delete_item(
-            conn, namespace=namespace, subject_id=row["subject_id"], agent_id=row["agent_id"],
-            kind=row["kind"], key=row["key"], event_at=write_time(row["valid_from"]), source="manual",
-        )  # fmt: skip
+        delete_row(conn, namespace, row)
         deleted.append(int(row["item_id"]))
     return deleted
