@@ -9,6 +9,8 @@ versioned delete (api.delete_row).
   else the one conversation of the L1 messages it came from (message_keys keeps it after L1 expiry).
 - `entity_counts`: the users (subjects), agents and conversations that have active items, with counts.
 - `metadata_values`: the distinct values at one path of the metadata of the visible active items.
+- `every_memory`: the visible active items of a subject (or the namespace), newest first, every page of
+  api.list_memories up to a bound.
 - `delete_memories`: a versioned delete of every active item of a subject / agent / conversation that the
   request may change: the viewer's own and the namespace's, or, for a caller that may write the whole
   namespace (`every_agent`), every agent's too.
@@ -26,9 +28,10 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from models.memory_items import MemoryItem
-from strataflow.memory.api import ITEM_COLUMNS, READABLE, delete_row
+from strataflow.memory.api import ITEM_COLUMNS, READABLE, delete_row, list_memories
 from strataflow.memory.item_fields import item_of
 
+MAX_LISTED = 10_000  # every_memory's default bound: a whole-scope read stays a bounded one
 CONVERSATION_KEY = "conversation_id"  # metadata field of an item written for one conversation (mem0 run_id)
 SELECT_FROM_MESSAGES = text(
     f"""
@@ -153,6 +156,26 @@ def metadata_values(
         "include_deleted": False,
     }  # fmt: skip
     return [row.value for row in conn.execute(SELECT_METADATA_VALUES, params)]
+
+
+def every_memory(
+    conn: Connection,
+    namespace: str,
+    subject_id: str | None,
+    *,
+    agent_id: str | None,
+    at_most: int = MAX_LISTED,
+) -> list[MemoryItem]:
+    """The active items the agent sees (of one subject, or all), newest first, a page of list_memories at a
+    time until there are no more or at least at_most have been read."""
+    found: list[MemoryItem] = []
+    cursor: str | None = None
+    while len(found) < at_most:
+        page = list_memories(conn, namespace, subject_id, agent_id=agent_id, limit=1000, cursor=cursor)
+        found.extend(page.entries)
+        if (cursor := page.next_cursor) is None:
+            break
+    return found
 
 
 def delete_memories(

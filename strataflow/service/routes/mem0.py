@@ -66,7 +66,6 @@ router = APIRouter(prefix="/mem0", tags=["mem0-compatible"])
 SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
 QUEUED = "Memory processing has been queued for background execution"
 READ = error_responses()
-MAX_LISTED = 10_000  # get_all reads at most this many memories per scope (then pages them)
 
 
 @router.get("/v1/ping/", response_model=Mem0Ping, responses=READ)
@@ -237,14 +236,10 @@ def get_all(
     found: list[MemoryItem] = []
     for subject, agents in wanted.scopes():
         for viewer in viewers(caller, agents):
-            cursor: str | None = None
-            while len(found) < MAX_LISTED:
-                listed = api.list_memories(
-                    db, caller.namespace, subject, agent_id=viewer, limit=1000, cursor=cursor
-                )
-                found.extend(listed.entries)
-                if (cursor := listed.next_cursor) is None:
-                    break
+            at_most = item_sets.MAX_LISTED - len(found)
+            found.extend(
+                item_sets.every_memory(db, caller.namespace, subject, agent_id=viewer, at_most=at_most)
+            )
     kept = sorted(memories(db, caller, found, wanted), key=lambda pair: -pair[0].id)
     start = (number - 1) * size
     link = str(request.url.remove_query_params(["page", "page_size"]))

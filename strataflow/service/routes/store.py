@@ -43,7 +43,6 @@ from strataflow.service.store_schemas import (
 router = APIRouter(prefix="/v1/store", tags=["langgraph store"])
 ENTRY_TYPE = "user"
 FIELD = "langgraph"  # metadata field: {"namespace": [...], "key": ...}
-MAX_LISTED = 10_000
 COMPARE = {
     "$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b, "$gt": lambda a, b: a > b,
     "$gte": lambda a, b: a >= b, "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b,
@@ -158,14 +157,10 @@ def _search(
         )  # fmt: skip
         found = [(hit, hit.score) for hit in hits]
     else:
-        cursor: str | None = None
-        while len(found) < MAX_LISTED:
-            page = api.list_memories(
-                db, caller.namespace, subject, agent_id=body.agent, limit=500, cursor=cursor
-            )
-            found.extend((item, None) for item in page.entries)
-            if (cursor := page.next_cursor) is None:
-                break
+        found = [
+            (item, None)
+            for item in item_sets.every_memory(db, caller.namespace, subject, agent_id=body.agent)
+        ]
     items = [_item(item, score) for item, score in found]
     kept = [
         item
