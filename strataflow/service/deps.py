@@ -143,10 +143,15 @@ async def get_db(session: Session) -> Connection:
     return session[0]
 
 
-async def get_writer(session: Session) -> Connection:
-    conn, caller = session
+def require_writer(caller: Caller) -> None:
+    """403 for a key whose role may only read (an analyst's): every write of every surface checks it."""
     if caller.kind != "agent":
         raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
+
+
+async def get_writer(session: Session) -> Connection:
+    conn, caller = session
+    require_writer(caller)
     return conn
 
 

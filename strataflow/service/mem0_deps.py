@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
 from strataflow.service.agents import acting_agent, bound_agent
+from strataflow.service.deps import require_writer
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
@@ -56,14 +57,9 @@ AgentParam = Annotated[Id | None, Query(description="act as this agent (default:
 MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 
 
-def writer(caller: Caller) -> None:
-    if caller.kind != "agent":
-        raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
-
-
 def namespace_writer(caller: Caller, what: str) -> None:
     """A request that changes every agent's memories: a writer key bound to no agent."""
-    writer(caller)
+    require_writer(caller)
     if bound_agent(caller) is not None:
         raise ApiError(403, f"{what} needs a key that may write the whole namespace, not an agent's key")
 

@@ -28,7 +28,7 @@ from strataflow.memory import api, item_sets
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
 from strataflow.service.agents import acting_agent
-from strataflow.service.deps import SettingsDep
+from strataflow.service.deps import SettingsDep, require_writer
 from strataflow.service.errors import ApiError, error_response, error_responses
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_deps import (
@@ -40,7 +40,6 @@ from strataflow.service.mem0_deps import (
     memories,
     namespace_writer,
     viewers,
-    writer,
 )
 from strataflow.service.mem0_schemas import (
     MAX_ADD_MESSAGES,
@@ -84,7 +83,7 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
     to L1 (as POST /v1/messages) and the answer is an event, PENDING until the extract stage has made
     memories of them."""
     db, caller = session
-    writer(caller)
+    require_writer(caller)
     ids = body.filters
     user_id = body.user_id or (ids.user_id if ids else None)
     run_id = body.run_id or (ids.run_id if ids else None)
@@ -271,7 +270,7 @@ def update(
 ) -> Mem0Memory:
     """A new text (the memory's name follows it) and/or metadata: a new version, the old one in history."""
     db, caller = session
-    writer(caller)
+    require_writer(caller)
     written = api.update_memory(
         db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id),
         name=None if body.text is None else shapes.entry_name(body.text),
@@ -284,7 +283,7 @@ def update(
 def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Done:
     """Delete one memory (versioned: its history stays)."""
     db, caller = session
-    writer(caller)
+    require_writer(caller)
     api.delete_memory(db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id))
     return Mem0Done(message="Memory deleted successfully!")
 
@@ -310,11 +309,11 @@ def delete_all(
     write the whole namespace)."""
     db, caller = session
     if app_id not in (None, caller.namespace):
-        writer(caller)
+        require_writer(caller)
         return Mem0Done(message="Memories deleted successfully!")  # another app's: none here
     if user_id is None and agent_id is None and run_id is None:
         namespace_writer(caller, "deleting every memory")
-    writer(caller)
+    require_writer(caller)
     item_sets.delete_memories(
         db, caller.namespace, viewer=acting_agent(caller, agent_id), subject_id=user_id, owner=agent_id,
         conversation_id=run_id, every_agent=user_id is None and agent_id is None and run_id is None,

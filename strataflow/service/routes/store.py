@@ -27,8 +27,8 @@ from strataflow.memory import api, item_sets
 from strataflow.memory.item_fields import MAX_CONTENT_CHARS, MAX_NAME_CHARS, name_key
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service.agents import acting_agent
-from strataflow.service.deps import CallerDep, DbDep, SettingsDep
-from strataflow.service.errors import ApiError, error_responses
+from strataflow.service.deps import CallerDep, DbDep, SettingsDep, require_writer
+from strataflow.service.errors import error_responses
 from strataflow.service.keys import Caller
 from strataflow.service.store_schemas import (
     GetOp,
@@ -124,8 +124,7 @@ def _find(
 
 
 def _put(db: Connection, caller: Caller, settings: Settings, op: PutOp, body: StoreBatch) -> None:
-    if caller.kind != "agent":
-        raise ApiError(403, f"key {caller.key_name!r} has the {caller.kind} role {caller.role!r}: read-only")
+    require_writer(caller)
     found = _find(db, caller, op.namespace, op.key, body)
     if op.value is None:
         if found is not None:
