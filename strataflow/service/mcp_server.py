@@ -150,21 +150,21 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
     object serves stdio and the /mcp endpoint."""
     server: MCPServer = MCPServer("strataflow", instructions=INSTRUCTIONS, version=__version__)
 
+    def key_of(ctx: Context) -> str | None:
+        """The request's bearer key over /mcp; the server's own settings over stdio."""
+        headers = ctx.headers
+        return bearer_token(headers.get("authorization")) if headers is not None else _secret(settings)
+
     @contextmanager
     def session(ctx: Context, write: bool = False) -> Iterator[tuple[Connection, Caller]]:
         headers = ctx.headers
-        key = bearer_token(headers.get("authorization")) if headers is not None else _secret(settings)
         namespace = headers.get("x-namespace") if headers is not None else settings.api_namespace
-        with _tool_errors(), sessions.open(key, namespace) as (conn, caller):
+        with _tool_errors(), sessions.open(key_of(ctx), namespace) as (conn, caller):
             if write and caller.kind != "agent":
                 raise ToolError(
                     f"forbidden: the key's role {caller.role!r} is read-only ({caller.kind}); it cannot save"
                 )
             yield conn, caller
-
-    def key_of(ctx: Context) -> str | None:
-        headers = ctx.headers
-        return bearer_token(headers.get("authorization")) if headers is not None else _secret(settings)
 
     @_tool(server, "memory_save", WRITES, writable)
     def memory_save(
