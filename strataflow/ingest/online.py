@@ -200,8 +200,12 @@ def write_messages(
 def write_window(settings: Settings, now: datetime | None = None) -> tuple[datetime, datetime]:
     """[now - past days, now + future days]: the created_at an online write accepts."""
     now = now or datetime.now(UTC)
-    past = settings.api_write_past_days or settings.retention_days
-    return now - timedelta(days=past), now + timedelta(days=settings.api_write_future_days)
+    return now - timedelta(days=_past_days(settings)), now + timedelta(days=settings.api_write_future_days)
+
+
+def _past_days(settings: Settings) -> int:
+    """How far back an online write may go: STRATAFLOW_API_WRITE_PAST_DAYS, else the retention."""
+    return settings.api_write_past_days or settings.retention_days
 
 
 def set_write_window(conn: Connection, settings: Settings) -> None:
@@ -209,7 +213,7 @@ def set_write_window(conn: Connection, settings: Settings) -> None:
     conn.execute(
         SET_WRITE_WINDOW,
         {
-            "past_days": settings.api_write_past_days or settings.retention_days,
+            "past_days": _past_days(settings),
             "future_days": settings.api_write_future_days,
             "max_weeks": settings.api_write_max_weeks,
         },
