@@ -23,14 +23,15 @@ from datetime import datetime
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import IntegrityError
 
+from models.messages import SAFE_ID
 from strataflow.db.roles import AccessError
 from strataflow.hashes import content_hash
+from strataflow.service.schemas import ID_MAX
 
 KEY_FORMAT = re.compile(r"^(sf_[0-9a-f]{8})_[A-Za-z0-9_-]{20,100}$")
 KEY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 KINDS = {"strataflow_agent": "agent", "strataflow_analyst": "analyst"}
-# An agent id: 1-512 characters, no control character and no '/' (as subject ids).
-AGENT_ID = re.compile(r"^[^\x00-\x1f\x7f-\x9f/]{1,512}$")
+AGENT_ID = re.compile(SAFE_ID)  # a bound agent id follows the rule of the agent ids requests name
 
 ROLE_GROUP = """
     (select min(g.rolname) from pg_roles as r
@@ -161,8 +162,11 @@ def create_key(
     returns (key, info). The key is shown only here."""
     if not KEY_NAME.match(name):
         raise AccessError(f"key name {name!r}: use 1-100 letters, digits, '_', '.' or '-'")
-    if agent_id is not None and not AGENT_ID.match(agent_id):
-        raise AccessError(f"--agent {agent_id!r}: use 1-512 characters, no '/' and no control character")
+    if agent_id is not None and not (len(agent_id) <= ID_MAX and AGENT_ID.match(agent_id)):
+        raise AccessError(
+            f"--agent {agent_id!r}: use 1-{ID_MAX} characters, no '/', no control character and no "
+            "line separator"
+        )
     if expires_days is not None and not 1 <= expires_days <= 3650:
         raise AccessError(f"--expires must be 1-3650 days, got {expires_days}")
     if conn.execute(SELECT_ROLE_GROUP, {"role": role}).scalar() is None:

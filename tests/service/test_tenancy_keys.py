@@ -40,6 +40,18 @@ def team(engine: Engine) -> dict[str, Any]:
     return {"role": role, "namespace": namespace, **made}
 
 
+@pytest.mark.parametrize("agent", ["a/b", "a\x00b", "a\nb", "a\u2028b", "", "x" * 513])
+def test_a_key_cannot_be_bound_to_an_agent_id_no_request_could_name(engine: Engine, agent: str) -> None:
+    from strataflow.db import roles
+    from strataflow.service import keys
+
+    role = f"t_bad_agent_{uuid.uuid4().hex[:8]}"
+    with engine.begin() as conn:
+        roles.create_role(conn, role, "agent", with_password=False)
+        with pytest.raises(roles.AccessError, match="--agent"):
+            keys.create_key(conn, f"{role}-k", role, agent_id=agent)
+
+
 def _client(url: str, key: str) -> httpx.Client:
     return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
 
