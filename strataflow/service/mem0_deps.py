@@ -14,7 +14,6 @@ from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
-from strataflow.service.agents import acting_agent, bound_agent
 from strataflow.service.deps import require_writer
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
@@ -60,7 +59,7 @@ MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 def namespace_writer(caller: Caller, what: str) -> None:
     """A request that changes every agent's memories: a writer key bound to no agent."""
     require_writer(caller)
-    if bound_agent(caller) is not None:
+    if caller.agent is not None:
         raise ApiError(403, f"{what} needs a key that may write the whole namespace, not an agent's key")
 
 
@@ -78,15 +77,15 @@ def checked_filter(filters: Mem0Filter | None, caller: Caller, **top_level: str 
         raise ApiError(400, str(exc), "filters", code="unsupported_filter") from None
     for _, agents in scopes:
         for agent in agents or ():
-            acting_agent(caller, agent)
+            caller.agent_for(agent)
     return parsed
 
 
 def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
     """The agents to read as: the key's own, else those the filter names (each sees its private items)."""
-    if agents and bound_agent(caller) is None:
+    if agents and caller.agent is None:
         return [*sorted(agents)]
-    return [acting_agent(caller, None)]
+    return [caller.agent_for(None)]
 
 
 def memories(

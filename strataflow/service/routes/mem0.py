@@ -27,7 +27,6 @@ from strataflow.ingest.online import write_messages
 from strataflow.memory import api, item_sets
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
-from strataflow.service.agents import acting_agent
 from strataflow.service.deps import SettingsDep, require_writer
 from strataflow.service.errors import ApiError, error_response, error_responses
 from strataflow.service.keys import Caller
@@ -87,7 +86,7 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
     ids = body.filters
     user_id = body.user_id or (ids.user_id if ids else None)
     run_id = body.run_id or (ids.run_id if ids else None)
-    agent = acting_agent(caller, body.agent_id or (ids.agent_id if ids else None))
+    agent = caller.agent_for(body.agent_id or (ids.agent_id if ids else None))
     if not user_id:
         raise ApiError(400, "user_id is required: strataflow memories are about a user (subject)", "user_id")
     turns = [{"role": "user", "content": body.messages}] if isinstance(body.messages, str) else [
@@ -173,7 +172,7 @@ def event(
     first = found[0]
     made = item_sets.items_from_messages(
         db, caller.namespace, first.subject_id, [m.message_id for m in found],
-        agent_id=acting_agent(caller, agent_id or first.agent_id),
+        agent_id=caller.agent_for(agent_id or first.agent_id),
     ) if done else []  # fmt: skip
     created = min(message.ingested_at for message in found)
     updated = max([created, *(item.updated_at for item in made)])
@@ -254,9 +253,7 @@ def get_all(
 @router.get("/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ)
 def get(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Memory:
     db, caller = session
-    item = api.get_memory(
-        db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id)
-    )
+    item = api.get_memory(db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id))
     return shapes.memory_of(*memories(db, caller, [item])[0])
 
 
@@ -272,7 +269,7 @@ def update(
     db, caller = session
     require_writer(caller)
     written = api.update_memory(
-        db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id),
+        db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id),
         name=None if body.text is None else shapes.entry_name(body.text),
         value=api.UNSET if body.text is None else body.text, metadata=body.metadata, settings=settings,
     )  # fmt: skip
@@ -284,14 +281,14 @@ def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -
     """Delete one memory (versioned: its history stays)."""
     db, caller = session
     require_writer(caller)
-    api.delete_memory(db, caller.namespace, item_id_of(memory_id), agent_id=acting_agent(caller, agent_id))
+    api.delete_memory(db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id))
     return Mem0Done(message="Memory deleted successfully!")
 
 
 @router.get("/v1/memories/{memory_id}/history/", response_model=list[Mem0HistoryEntry], responses=READ)
 def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> list[Mem0HistoryEntry]:
     db, caller = session
-    agent, item_id = acting_agent(caller, agent_id), item_id_of(memory_id)
+    agent, item_id = caller.agent_for(agent_id), item_id_of(memory_id)
     item = api.get_memory(db, caller.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
     versions = api.memory_history(db, caller.namespace, item_id, agent_id=agent, include_deleted=False)
     return shapes.history_of(item, versions)
@@ -315,7 +312,7 @@ def delete_all(
         namespace_writer(caller, "deleting every memory")
     require_writer(caller)
     item_sets.delete_memories(
-        db, caller.namespace, viewer=acting_agent(caller, agent_id), subject_id=user_id, owner=agent_id,
+        db, caller.namespace, viewer=caller.agent_for(agent_id), subject_id=user_id, owner=agent_id,
         conversation_id=run_id, every_agent=user_id is None and agent_id is None and run_id is None,
     )  # fmt: skip
     return Mem0Done(message="Memories deleted successfully!")
@@ -325,7 +322,7 @@ def delete_all(
 def entities(session: Session) -> Mem0Entities:
     """The users, agents and runs that have memories the request sees."""
     db, caller = session
-    found = item_sets.entity_counts(db, caller.namespace, agent_id=acting_agent(caller, None))
+    found = item_sets.entity_counts(db, caller.namespace, agent_id=caller.agent_for(None))
     return Mem0Entities(results=[shapes.entity_of(e, caller.key_name, caller.namespace) for e in found])
 
 

@@ -26,7 +26,6 @@ from strataflow.config import Settings
 from strataflow.memory import api, item_sets
 from strataflow.memory.item_fields import MAX_CONTENT_CHARS, MAX_NAME_CHARS, name_key
 from strataflow.retrieval.item_search import search_memories
-from strataflow.service.agents import acting_agent
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, require_writer
 from strataflow.service.errors import error_responses
 from strataflow.service.keys import Caller
@@ -53,7 +52,7 @@ COMPARE = {
 @router.post("/batch", response_model=StoreResults, responses=error_responses())
 def batch(body: StoreBatch, db: DbDep, caller: CallerDep, settings: SettingsDep) -> StoreResults:
     """Run the operations in order in one transaction; one result each (see StoreResults)."""
-    body = body.model_copy(update={"agent": acting_agent(caller, body.agent)})
+    body = body.model_copy(update={"agent": caller.agent_for(body.agent)})
     results: list[Any] = []
     for op in body.ops:
         if isinstance(op, GetOp):
