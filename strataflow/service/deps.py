@@ -99,12 +99,11 @@ def _nul_path(value: object, path: tuple[str | int, ...]) -> tuple[str | int, ..
     return None
 
 
-def bearer_token(authorization: str | None) -> str | None:
-    """The key of an `Authorization: Bearer KEY` header (None when there is none)."""
-    if not authorization:
-        return None
-    scheme, _, token = authorization.strip().partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+def bearer_token(authorization: str | None, schemes: tuple[str, ...] = ("bearer",)) -> str | None:
+    """The key of an `Authorization: Bearer KEY` header, or of another of the given (lower-case) schemes;
+    None when there is none."""
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    return token.strip() if scheme.lower() in schemes and token.strip() else None
 
 
 async def get_settings(request: Request) -> Settings:

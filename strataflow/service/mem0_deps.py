@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
-from strataflow.service.deps import require_writer
+from strataflow.service.deps import bearer_token, require_writer
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
@@ -35,8 +35,7 @@ TOKEN = APIKeyHeader(
 
 def api_key(authorization: str | None) -> str | None:
     """The key of `Authorization: Token KEY` (mem0's client) or `Bearer KEY`."""
-    scheme, _, token = (authorization or "").strip().partition(" ")
-    return token.strip() if scheme.lower() in ("token", "bearer") and token.strip() else None
+    return bearer_token(authorization, ("token", "bearer"))
 
 
 def open_session(
