@@ -8,12 +8,13 @@ a server started inside a cloned repository must not take its database or model 
 from __future__ import annotations
 
 import os
+from ipaddress import ip_address
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 OFFLINE_MODEL = "offline/rules"
 
@@ -115,6 +116,43 @@ class Settings(BaseSettings):
     api_max_connections: int = Field(
         1000, ge=1, description="Open connections one server process holds; more are answered 503 and closed."
     )
+    api_max_connections_per_address: int = Field(
+        100, ge=1, description="Open connections of one client address per server process (below "
+        "STRATAFLOW_API_MAX_CONNECTIONS, so one address cannot take them all); more are closed at once. "
+        "Trusted proxies (STRATAFLOW_API_TRUSTED_PROXIES) are exempt.",
+    )  # fmt: skip
+    api_body_timeout_s: float = Field(
+        30.0, gt=0, le=600, description="A request whose whole body has not arrived within this many seconds "
+        "of its head is closed.",
+    )  # fmt: skip
+    api_keep_alive_s: int = Field(
+        5, ge=1, le=300, description="An idle keep-alive connection is closed after this many seconds."
+    )
+    api_keep_alive_requests: int = Field(
+        1000, ge=1, description="Requests one keep-alive connection may make; it is closed after the last."
+    )
+    api_trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Addresses of reverse proxies whose X-Forwarded-For is believed "
+        '(JSON list or comma-separated, e.g. ["127.0.0.1"]); empty: X-Forwarded-For is ignored and the rate '
+        "limit and connection caps use the connecting address.",
+    )  # fmt: skip
+    api_heavy_per_key: int = Field(
+        1, ge=1, le=64, description="Heavy requests (searches, batches, adds, save_info, user_context, "
+        "context) of one API key that run at once per server process; more wait (see "
+        "STRATAFLOW_API_HEAVY_WAIT_S).",
+    )  # fmt: skip
+    api_heavy_per_namespace: int = Field(
+        2, ge=1, le=64, description="Heavy requests of one namespace that run at once per server process, so "
+        "one tenant never holds every database connection.",
+    )  # fmt: skip
+    api_heavy_max_s: float = Field(
+        10.0, gt=0, le=600, description="The database work of one heavy request is bounded to this many "
+        "seconds from its arrival; past it the request is answered 422 (ask for less, or split it).",
+    )  # fmt: skip
+    api_heavy_wait_s: float = Field(
+        5.0, ge=0, le=300, description="How long a heavy request waits for its key's and namespace's turn "
+        "(holding no connection) before it is answered 429.",
+    )  # fmt: skip
     api_rate_file: Path | None = Field(
         None, description="Set by `strataflow api`: the file its worker processes share their rate-limit "
         "buckets in. Unset: buckets per process.",
@@ -145,6 +183,28 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("api_trusted_proxies", mode="before")
+    @classmethod
+    def _proxy_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("api_trusted_proxies", mode="after")
+    @classmethod
+    def _proxy_addresses(cls, value: list[str]) -> list[str]:
+        for address in value:
+            try:
+                ip_address(address)
+            except ValueError:
+                raise ValueError(f"{address!r} is not an IP address (list the proxies' addresses)") from None
+        return value
 
     @field_validator("timezone")
     @classmethod

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -22,6 +26,42 @@ MAX_OVERFLOW = 2
 
 class DatabaseError(RuntimeError):
     """The database cannot be used as configured; the message says what to do."""
+
+
+class WorkDeadline(RuntimeError):
+    """The work of one request ran past its deadline (work_deadline): refused at its next statement."""
+
+
+# The deadline (time.monotonic) of the work the current request does, or None. A context variable: the API
+# sets it around a heavy request, and the threads running the request's code inherit it.
+DEADLINE: ContextVar[tuple[float, str] | None] = ContextVar("strataflow_work_deadline", default=None)
+
+
+@contextmanager
+def work_deadline(seconds: float, what: str) -> Iterator[None]:
+    """Bound the database work done inside (in this context and the threads it starts) to `seconds`: every
+    statement after the deadline raises WorkDeadline, and a session opened inside gets a statement_timeout
+    of the time left (deadline_ms). `what` names the setting, for the message."""
+    token = DEADLINE.set((time.monotonic() + seconds, what))
+    try:
+        yield
+    finally:
+        DEADLINE.reset(token)
+
+
+def deadline_ms() -> int | None:
+    """Milliseconds left of the current deadline (at least 1), or None when there is none."""
+    deadline = DEADLINE.get()
+    return None if deadline is None else max(1, int((deadline[0] - time.monotonic()) * 1000))
+
+
+def _check_deadline(*_: object) -> None:
+    deadline = DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline[0]:
+        raise WorkDeadline(
+            f"this request's work ran past its time limit ({deadline[1]}): ask for less at once "
+            "(fewer filter values, ops or messages) or split it"
+        )
 
 
 def libpq_url(settings: Settings) -> str:
@@ -95,6 +135,8 @@ def _create_engine(
     engine = create_engine(
         url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True, hide_parameters=True
     )
+
+    event.listen(engine, "before_cursor_execute", _check_deadline)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):

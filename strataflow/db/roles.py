@@ -179,3 +179,15 @@ def role_url(base_url: str, role: str, password: str | None = None) -> str:
     host = parts.netloc.rsplit("@", 1)[-1]
     login = quote(role) + (f":{quote(password, safe='')}" if password else "")
     return urlunsplit((parts.scheme, f"{login}@{host}", parts.path, parts.query, parts.fragment))
+
+
+SET_AGENT = text("select set_config('strataflow.agent', :agent, true)")
+
+
+def as_agent(conn: Connection, agent_id: str | None) -> None:
+    """Bind the rest of conn's current transaction to one agent (`strataflow.agent`, local to the
+    transaction), for a request of an agent-bound key: row-level security (sql/320) then shows that agent's
+    own L2 items, shared ones and the namespace's, and accepts writes of L2 items and L1 messages for that
+    agent only. None (a key bound to no agent) sets nothing: the namespace policies alone apply."""
+    if agent_id is not None:
+        conn.execute(SET_AGENT, {"agent": agent_id})

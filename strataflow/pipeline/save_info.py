@@ -9,10 +9,16 @@ same value is skipped; every other item is applied as an extracted item (strataf
 path of extraction and hot memory: an unchanged value is skipped, a newer one wins, a manual one is never
 overwritten). The same exchange twice is
 answered by the LLM cache and saves nothing the second time.
+
+Given a session opener instead of a connection (the API and MCP do so), the model call holds no database
+connection: one short transaction reads the subject's existing keys, the model answers with none held, and
+a second transaction saves (a slow model cannot hold the pool other tenants need).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,9 +38,11 @@ from strataflow.pipeline.scopes import ScopeMessage
 from strataflow.pipeline.stage_loop import stage_gateway
 from strataflow.textsearch import detect_lang
 
+Opener = Callable[[], AbstractContextManager[Connection]]
+
 
 def save_exchange(
-    conn: Connection,
+    conn: Connection | Opener,
     settings: Settings,
     namespace: str,
     subject_id: str,
@@ -42,16 +50,20 @@ def save_exchange(
     assistant_message: str | None = None,
     existing_info: dict[str, Any] | None = None,
 ) -> SaveInfoResult:
-    """Seed 000 save_info: extract the exchange now (the extraction stage's prompt and gateway), then save."""
+    """Seed 000 save_info: extract the exchange now (the extraction stage's prompt and gateway), then save.
+    `conn` is a connection (all in its transaction) or an opener of transactions (module docstring)."""
     if not user_message.strip():
         raise ValueError("save_info: user_message is empty")
     now = datetime.now(UTC)
     batch = _exchange(user_message, assistant_message, now)  # the assistant's turn rides along as context
+    session: Opener = (lambda: nullcontext(conn)) if isinstance(conn, Connection) else conn
+    with session() as db:
+        existing = extract.existing_keys(db, namespace, subject_id)
     gateway = stage_gateway(settings, None)
-    output = gateway.complete(
+    output = gateway.complete(  # with no connection of the caller's held (module docstring)
         extract.STAGE,
         extract.PROMPT_VERSION,
-        extract.build_extract_messages(batch, extract.existing_keys(conn, namespace, subject_id)),
+        extract.build_extract_messages(batch, existing),
         ExtractionOutput,
         namespace=namespace,
         subject_id=subject_id,
@@ -71,10 +83,12 @@ def save_exchange(
             fresh.append(item)
             result.extracted_info.setdefault(item.key, item.value)
     lineage = Lineage(None, extract.PROMPT_VERSION, gateway.model_for(extract.STAGE))
-    applied = apply_extracted(
-        conn, namespace, subject_id, fresh, cites, lineage, l1_ids=False, metadata={"via": "save_info"},
-        settings=settings,
-    )  # fmt: skip
+    with session() as db:
+        applied = apply_extracted(
+            db, namespace, subject_id, fresh, cites, lineage, l1_ids=False, metadata={"via": "save_info"},
+            settings=settings,
+        )  # fmt: skip
+        refresh_documents(db, namespace, subject_id)
     lang = detect_lang(user_message)
     for entry in applied.items:
         result.actions[entry.item.key] = entry.action
@@ -83,7 +97,6 @@ def save_exchange(
         else:
             result.skipped_fields.append(entry.item.key)
     result.saved_count = len(result.saved_memories)
-    refresh_documents(conn, namespace, subject_id)
     return result
 
 

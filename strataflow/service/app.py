@@ -8,13 +8,15 @@ the event loop, and `--workers N` adds processes. The OpenAPI reference is at /d
 their assets served by this server (strataflow.service.docs_pages: no CDN, they work offline).
 
 Middleware, outermost first: the rate limit (before any database work: strataflow.service.ratelimit), then
-the body limit (413). At start the server gives the database its online write window (the owner-run
+the body limit (413), then the heavy turns (HEAVY: a key's and a namespace's share of the pool, 429 past
+it). At start the server gives the database its online write window (the owner-run
 partition helper follows it: sql/281).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -26,16 +28,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strataflow import __version__
 from strataflow.config import Settings, load_settings
-from strataflow.db.engine import engine_for
-from strataflow.service import docs_pages, errors, openapi
-from strataflow.service.deps import strict_json_body
+from strataflow.db.engine import engine_for, work_deadline
+from strataflow.db.roles import AccessError
+from strataflow.service import docs_pages, errors, keys, openapi
+from strataflow.service.deps import bearer_token, strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
 from strataflow.service.routes import context, health, mem0, memories, messages, profiles, store, tools
-from strataflow.service.server import GuardedH11Protocol
-from strataflow.service.session import KNOWN_KEYS_EVERY_S, Sessions
+from strataflow.service.server import ConnectionLimits, GuardedH11Protocol
+from strataflow.service.session import KNOWN_KEYS_EVERY_S, Busy, Sessions
 
 logger = logging.getLogger(__name__)
+DB_WATCH_EVERY_S = 5.0
 
 ROUTERS = (
     health.router,
@@ -77,6 +81,22 @@ async def keep_known_keys(sessions: Sessions) -> None:
         await anyio.sleep(KNOWN_KEYS_EVERY_S)
 
 
+async def keep_embedded_database(settings: Settings) -> None:
+    """The embedded database this server uses (no DATABASE_URL): started again when it stopped (a crash, a
+    kill), checked every DB_WATCH_EVERY_S; requests meanwhile get 503 and /readyz says unreachable."""
+    from strataflow.db import embedded
+
+    while True:
+        await anyio.sleep(DB_WATCH_EVERY_S)
+        if await anyio.to_thread.run_sync(embedded.is_running, settings.home):
+            continue
+        logger.warning("the embedded database under %s stopped; starting it again", settings.home)
+        try:
+            await anyio.to_thread.run_sync(embedded.ensure_running, settings.home)
+        except Exception as exc:  # noqa: BLE001 - the next round tries again; the log says why
+            logger.warning("could not start the embedded database: %s: %s", type(exc).__name__, exc)
+
+
 class BodyLimit:
     """413 for a request body over `limit` bytes, by Content-Length or while a chunked body streams in."""
 
@@ -107,6 +127,46 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
+# Requests whose work grows with what they ask (filters, ops, messages): they take a heavy turn
+# (Sessions.heavy_slot) before any connection of the pool.
+HEAVY = frozenset({
+    ("POST", "/mem0/v3/memories/add/"), ("POST", "/mem0/v3/memories/search/"), ("POST", "/mem0/v3/memories/"),
+    ("DELETE", "/mem0/v1/memories/"), ("POST", "/v1/store/batch"), ("POST", "/v1/memories/search"),
+    ("POST", "/v1/user_context"),
+})  # fmt: skip
+
+
+class HeavyTurns:
+    """ASGI middleware: a heavy request (HEAVY) waits for a turn of its key and namespace
+    (Sessions.heavy_slot) without a thread or a connection, or is answered 429; then its database work is
+    bounded to STRATAFLOW_API_HEAVY_MAX_S from its arrival (work_deadline: 422 past it). A request whose key
+    or namespace is refused goes on to get its usual 401/403 from the route."""
+
+    def __init__(self, app: ASGIApp, sessions: Sessions) -> None:
+        self.app, self.sessions = app, sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or (scope["method"], scope["path"]) not in HEAVY:
+            await self.app(scope, receive, send)
+            return
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
+        key = bearer_token(headers.get("authorization"), ("bearer", "token"))
+        try:
+            caller = await anyio.to_thread.run_sync(self.sessions.authenticate, key)
+            caller = caller.in_namespace(headers.get("x-namespace"))
+        except (keys.KeyRejected, keys.NamespaceRequired, AccessError, SQLAlchemyError):
+            await self.app(scope, receive, send)
+            return
+        limit = self.sessions.settings.api_heavy_max_s
+        try:
+            async with self.sessions.heavy_slot(caller):
+                with work_deadline(limit, f"STRATAFLOW_API_HEAVY_MAX_S, {limit:g} s"):
+                    await self.app(scope, receive, send)
+        except Busy as busy:
+            response = errors.error_response(429, str(busy), **{"Retry-After": str(math.ceil(busy.wait_s))})
+            await response(scope, receive, send)
+
+
 class RedactQuery(logging.Filter):
     """The access log shows a request's path without its query string (a query holds user text: the
     context query, subjects); the log keeps every request, never what it asked."""
@@ -134,7 +194,7 @@ def rate_buckets(settings: Settings) -> Buckets:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app for one server process (uvicorn calls this factory once per worker)."""
     settings = settings or load_settings()
-    GuardedH11Protocol.configure(settings.api_header_timeout_s, settings.api_max_connections)
+    GuardedH11Protocol.configure(ConnectionLimits.of(settings))
     redact_access_log()
     engine = engine_for(settings)
     sessions = Sessions(settings, engine)
@@ -147,6 +207,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await anyio.to_thread.run_sync(prepare_database, settings, engine)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(keep_known_keys, sessions)
+            if settings.database_url is None:
+                tasks.start_soon(keep_embedded_database, settings)
             async with agent_mcp.session_manager.run(), analyst_mcp.session_manager.run():
                 logger.info("strataflow api ready")
                 yield
@@ -175,6 +237,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     mount_mcp(app, agent_mcp, analyst_mcp, sessions)
     openapi.install(app, settings)
+    app.add_middleware(HeavyTurns, sessions=sessions)
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
     app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)  # outermost
     return app

@@ -5,12 +5,15 @@ read and checks every write); `WriterDep` is the same for routes that write, ref
 role is an analyst; `CallerDep` says who calls and in which namespace; `LlmSlotDep` (listed before the
 session) waits for one of the key's LLM slots before the route takes a connection. The transaction commits
 when the route returns, before the response is sent, so a client that reads after a write sees it.
+`WriterOpenerDep` is for a route that calls the model: the key is checked at once (401/403 before any model
+call), and the route opens short transactions itself, none held while the model answers.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
@@ -125,6 +128,32 @@ def open_session(
         yield session
 
 
+Opener = Callable[[], AbstractContextManager[Connection]]
+
+
+def writer_opener(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
+    x_namespace: Annotated[
+        str | None,
+        Header(max_length=512, description="the namespace to use, when the key's role has several"),
+    ] = None,
+) -> tuple[Opener, Caller]:
+    """(opener of the request's write transactions, caller): the key is accepted and may write, now."""
+    sessions: Sessions = request.app.state.sessions
+    key = credentials.credentials if credentials is not None else None
+    caller = sessions.authenticate(key).in_namespace(x_namespace)
+    require_writer(caller)
+
+    @contextmanager
+    def opener() -> Iterator[Connection]:
+        with sessions.open(key, x_namespace) as (conn, now):
+            require_writer(now)
+            yield conn
+
+    return opener, caller
+
+
 async def llm_slot(request: Request) -> AsyncIterator[None]:
     sessions: Sessions = request.app.state.sessions
     async with sessions.llm_slot(bearer_token(request.headers.get("authorization"))):
@@ -156,6 +185,7 @@ async def get_writer(session: Session) -> Connection:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 LlmSlotDep = Annotated[None, Depends(llm_slot, scope="function")]
+WriterOpenerDep = Annotated[tuple[Opener, Caller], Depends(writer_opener)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 DbDep = Annotated[Connection, Depends(get_db)]
 WriterDep = Annotated[Connection, Depends(get_writer)]

@@ -23,6 +23,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 
 from models.messages import REASONS
+from strataflow.db.engine import WorkDeadline
 from strataflow.db.roles import AccessError
 from strataflow.memory.api import MemoryConflict, MemoryForbidden, MemoryNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
@@ -194,6 +195,11 @@ def _database(_: Request, exc: Exception) -> JSONResponse:
         )
     if sqlstate == "23505":
         return error_response(409, "that already exists")
+    if sqlstate == "57014":  # query_canceled: the statement_timeout of a heavy request's deadline
+        return error_response(
+            422, "this request's work ran past its time limit (STRATAFLOW_API_HEAVY_MAX_S): ask for less at "
+            "once or split it", code="too_much_work",
+        )  # fmt: skip
     if isinstance(exc, OperationalError | PoolTimeout):
         logger.warning("database unavailable: %s", exc)
         return error_response(503, "the database is unavailable; retry shortly", code="database_unavailable")
@@ -237,6 +243,7 @@ HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = 
     DBAPIError: _database,
     PoolTimeout: _database,
     BodyTooLarge: _body_too_large,
+    WorkDeadline: _status(422, "too_much_work"),
     Exception: _internal,
 }
 

@@ -48,13 +48,17 @@ INSERT_KEY = text(
     returning key_id, created_at, expires_at
     """
 )
-SELECT_KEYS = text(
-    """
-    select name, prefix, role_name, agent_id, created_at, expires_at, revoked_at, last_used_at,
-        case when revoked_at is not null then 'revoked'
-             when expires_at <= now() then 'expired' else 'active' end as status
-    from api_keys
-    order by created_at, key_id
+SELECT_KEYS = text(  # role-dropped: the key's role was dropped (or recreated: another OID); it is refused
+    f"""
+    select k.name, k.prefix, k.role_name, k.agent_id, k.created_at, k.expires_at, k.revoked_at,
+        k.last_used_at,
+        case when k.revoked_at is not null then 'revoked'
+             when k.expires_at <= now() then 'expired'
+             when {ROLE_GROUP.format(match="r.oid = k.role_oid and r.rolname = k.role_name")} is null
+                 then 'role-dropped'
+             else 'active' end as status
+    from api_keys as k
+    order by k.created_at, k.key_id
     """
 )
 REVOKE_KEY = text(

@@ -264,10 +264,19 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         plans, ...). Only facts the user said explicitly are kept; returns what was saved and skipped."""
 
         def save() -> dict[str, Any]:
-            with session(ctx, write=True) as (conn, caller):
+            with session(ctx, write=True) as (_conn, caller):
+                pass  # the key may write, before the model is asked
+
+            @contextmanager
+            def opener() -> Iterator[Connection]:
+                with session(ctx, write=True) as (conn, _caller):
+                    yield conn
+
+            with _tool_errors():  # no connection held while the model answers
                 saved = save_exchange(
-                    conn, settings, caller.namespace, subject, user_message, assistant_message, existing_info
-                )
+                    opener, settings, caller.namespace, subject, user_message, assistant_message,
+                    existing_info,
+                )  # fmt: skip
             return saved.model_dump(mode="json")
 
         async with sessions.llm_slot(key_of(ctx)):  # the key's turn first, then a connection

@@ -4,8 +4,8 @@ Token buckets: each bucket may take `burst` requests at once, refilled at `rate`
 bearer key is one of the server's active keys (by its visible prefix: the set strataflow.service.session
 keeps) takes from its key's bucket; every other request (no key, a malformed or made-up key) takes from the
 bucket of its client address, so guessing keys or sending none is limited too, and a flood of made-up keys
-cannot make a bucket each. Behind a reverse proxy on the same machine, uvicorn reads the client address from
-X-Forwarded-For (it trusts 127.0.0.1 by default: --forwarded-allow-ips). The check happens in an ASGI
+cannot make a bucket each. The client address is the connecting one; X-Forwarded-For replaces it only when
+the connection comes from a proxy listed in STRATAFLOW_API_TRUSTED_PROXIES. The check happens in an ASGI
 middleware, before routing, authentication or any SQL: a limited request costs no database work at all.
 
 With `strataflow api --workers N` the buckets live in one small file shared by the N processes (a fixed table

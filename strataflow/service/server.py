@@ -8,9 +8,14 @@ shutdown (the connection pool closes) and exits.
 
 Slow or idle clients cannot hold the server: a connection that has not sent a whole request head (request
 line and headers) within STRATAFLOW_API_HEADER_TIMEOUT_S is closed (before its first request and between
-keep-alive requests), and a process holds at most STRATAFLOW_API_MAX_CONNECTIONS connections (more are
-answered 503 and closed at once). The workers share one rate-limit file under STRATAFLOW_HOME/run (mode
-0600, removed at exit), so the configured rate holds for the server as a whole.
+keep-alive requests); a request whose body has not all arrived within STRATAFLOW_API_BODY_TIMEOUT_S of its
+head is closed; a process holds at most STRATAFLOW_API_MAX_CONNECTIONS connections (more are answered 503
+and closed at once), and at most STRATAFLOW_API_MAX_CONNECTIONS_PER_ADDRESS of one client address (more
+are closed at once, unanswered: a flood gets nothing to read), so one address cannot take the others'; a
+keep-alive connection idles at most STRATAFLOW_API_KEEP_ALIVE_S and makes at most
+STRATAFLOW_API_KEEP_ALIVE_REQUESTS requests. X-Forwarded-For is read only from
+STRATAFLOW_API_TRUSTED_PROXIES (uvicorn_options). The workers share one rate-limit file under
+STRATAFLOW_HOME/run (mode 0600, removed at exit), so the configured rate holds for the server as a whole.
 """
 
 from __future__ import annotations
@@ -20,18 +25,21 @@ import os
 import socket
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 from uvicorn.supervisors import Multiprocess
 
-from strataflow.config import load_settings
+from strataflow.config import Settings, load_settings
 
 APP = "strataflow.service.app:create_app"
 GRACEFUL_SHUTDOWN_S = 30
+HEAD_MAX_BYTES = 16 * 1024  # request line and headers
 BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
     b"retry-after: 1\r\ncontent-length: 97\r\n\r\n"
@@ -39,53 +47,139 @@ BUSY = (
 )
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a header-read timeout and a connection cap (module docstring). The bounds
-    are class attributes, set from the settings by configure() in each worker (create_app calls it)."""
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """The bounds GuardedH11Protocol holds a connection to (STRATAFLOW_API_* settings)."""
 
-    header_timeout_s = 10.0
-    max_connections = 1000
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 1000
+    max_per_address: int = 100
+    max_requests: int = 1000  # per keep-alive connection
+    trusted: frozenset[str] = frozenset()  # proxy addresses, exempt from the per-address cap
 
     @classmethod
-    def configure(cls, header_timeout_s: float, max_connections: int) -> None:
-        cls.header_timeout_s, cls.max_connections = header_timeout_s, max_connections
+    def of(cls, settings: Settings) -> ConnectionLimits:
+        return cls(
+            settings.api_header_timeout_s, settings.api_body_timeout_s, settings.api_max_connections,
+            settings.api_max_connections_per_address, settings.api_keep_alive_requests,
+            frozenset(settings.api_trusted_proxies),
+        )  # fmt: skip
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a header-read and a body-read timeout, a connection cap per process and
+    per client address, and a bound on the requests of one keep-alive connection (module docstring). The
+    bounds are a class attribute, set from the settings by configure() in each worker (create_app does)."""
+
+    limits = ConnectionLimits()
+
+    @classmethod
+    def configure(cls, limits: ConnectionLimits) -> None:
+        cls.limits = limits
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._address: str | None = None  # counted in the per-address table while open
+        self._requests = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
+        limits = self.limits
+        address = self.client[0] if self.client else None
+        over_address = False
+        if address is not None and address not in limits.trusted:
+            counts = _address_counts(self.server_state)
+            counts[address] = counts.get(address, 0) + 1
+            self._address = address
+            over_address = counts[address] > limits.max_per_address
+        if over_address:  # a flood from one address: closed at once, no answer to read
+            transport.close()
+            return
+        if len(self.connections) > limits.max_connections:
             transport.write(BUSY)
             transport.close()
             return
-        self._arm()
+        self._arm_head()
 
     def data_received(self, data: bytes) -> None:
         if self._head_timer is None and self.conn.our_state in (h11.IDLE, h11.DONE):
-            self._arm()  # the head of a next request (keep-alive) gets the same bound
+            self._arm_head()  # the head of a next request (keep-alive) gets the same bound
         super().data_received(data)
 
     def handle_events(self) -> None:
+        cycle = self.cycle
         super().handle_events()
+        if self.cycle is not cycle and self.cycle is not None:
+            self._requests += 1
+            if self._requests >= self.limits.max_requests:
+                self.cycle.keep_alive = False  # closed once this response is sent
+        reading_body = self.conn.their_state is h11.SEND_BODY
         if self.conn.their_state is not h11.IDLE and self._head_timer is not None:
             self._head_timer.cancel()  # the whole head has arrived
             self._head_timer = None
+        if reading_body and self._body_timer is None:
+            self._body_timer = self.loop.call_later(self.limits.body_timeout_s, self._body_timeout)
+        elif not reading_body and self._body_timer is not None:
+            self._body_timer.cancel()  # the whole body has arrived
+            self._body_timer = None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        for timer in (self._head_timer, self._body_timer):
+            if timer is not None:
+                timer.cancel()
+        self._head_timer = self._body_timer = None
+        if self._address is not None:
+            counts = _address_counts(self.server_state)
+            left = counts.get(self._address, 1) - 1
+            if left > 0:
+                counts[self._address] = left
+            else:
+                counts.pop(self._address, None)
+            self._address = None
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_timeout)
+    def _arm_head(self) -> None:
+        self._head_timer = self.loop.call_later(self.limits.header_timeout_s, self._head_timeout)
 
     def _head_timeout(self) -> None:
         self._head_timer = None
         if self.conn.their_state in (h11.IDLE, h11.DONE) or self.conn.their_state is h11.MUST_CLOSE:
             self.transport.close()
+
+    def _body_timeout(self) -> None:
+        """The body did not arrive in time: the connection is closed (the app waiting for the body sees the
+        client gone). No answer is written: a client that stalls is not reading one, and unread bytes would
+        keep its side of the connection open."""
+        self._body_timer = None
+        if self.conn.their_state is h11.SEND_BODY:
+            self.transport.close()
+
+
+def _address_counts(state: ServerState) -> dict[str, int]:
+    """Open connections per client address of one server (kept on uvicorn's per-server state)."""
+    counts: dict[str, int] | None = getattr(state, "strataflow_per_address", None)
+    if counts is None:
+        counts = {}
+        state.strataflow_per_address = counts  # type: ignore[attr-defined]
+    return counts
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """The uvicorn options of the service's bounds: the guarded protocol, keep-alive, the head's size, and
+    X-Forwarded-For believed only from STRATAFLOW_API_TRUSTED_PROXIES (uvicorn trusts 127.0.0.1 by default:
+    any local process could then pick the client address the rate limit and the caps see)."""
+    proxies = list(settings.api_trusted_proxies)
+    return {
+        "http": GuardedH11Protocol,
+        "server_header": False,
+        "timeout_keep_alive": settings.api_keep_alive_s,
+        "h11_max_incomplete_event_size": HEAD_MAX_BYTES,
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": proxies or None,
+    }
 
 
 class _TcpConfig(uvicorn.Config):
@@ -109,8 +203,7 @@ def serve(host: str, port: int, workers: int) -> None:
     os.environ["STRATAFLOW_API_RATE_FILE"] = rate_file  # the workers' settings read it
     config = _TcpConfig(
         APP, factory=True, host=host, port=port, workers=workers, log_level="info",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, server_header=False,
-        http=GuardedH11Protocol,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **uvicorn_options(settings),
     )  # fmt: skip
     server = uvicorn.Server(config)
     try:

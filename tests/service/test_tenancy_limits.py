@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from strataflow.config import Settings
 from strataflow.service.ratelimit import SharedBuckets
-from strataflow.service.server import GuardedH11Protocol
+from strataflow.service.server import ConnectionLimits, GuardedH11Protocol
 from tests.fixtures.service import Tenant
 
 
@@ -95,12 +95,12 @@ def guarded_url() -> Iterator[str]:
             await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
             await send({"type": "http.response.body", "body": b"ok"})  # type: ignore[operator]
 
-    before = (GuardedH11Protocol.header_timeout_s, GuardedH11Protocol.max_connections)
-    GuardedH11Protocol.configure(1.0, 3)
+    before = GuardedH11Protocol.limits
+    GuardedH11Protocol.configure(ConnectionLimits(header_timeout_s=1.0, max_connections=3))
     config = uvicorn.Config(app, host="127.0.0.1", port=_port(), log_level="warning", http=GuardedH11Protocol,
                             lifespan="off")  # fmt: skip
     yield from _run(config)
-    GuardedH11Protocol.configure(*before)
+    GuardedH11Protocol.configure(before)
 
 
 def _connect(url: str) -> socket.socket:

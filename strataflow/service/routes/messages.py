@@ -22,9 +22,13 @@ def post_messages(
     A record's created_at must lie inside the online write window, [now - the retention, now + 1 day] by
     default: outside, 422 naming created_at. A record the batch ingest would quarantine is quarantined (and
     named in `problems`); when every record is, the answer is 422 naming the first bad field. A written
-    message is found by /v1/context at once (full text); its embedding comes with the next embed run.
+    message is found by /v1/context at once (full text); its embedding comes with the next embed run. A key
+    bound to an agent writes that agent's messages: a record naming another agent is 403.
     """
-    written = write_messages(db, settings, caller.namespace, body.records())
+    records = body.records()
+    for record in records:
+        record["agent_id"] = caller.agent_for(record.get("agent_id"))
+    written = write_messages(db, settings, caller.namespace, records)
     if written.accepted == 0 and written.problems:
         first = written.problems[0]
         return error_response(422, first.error, first.field, code=first.reason)

@@ -9,7 +9,7 @@ from models.user_memory import ProfileSummary, SaveInfoResult, UserContext
 from strataflow.memory.user_memory import summarize as summarize_profile
 from strataflow.pipeline.save_info import save_exchange
 from strataflow.retrieval.user_context import get_user_context
-from strataflow.service.deps import CallerDep, DbDep, LlmSlotDep, SettingsDep, WriterDep
+from strataflow.service.deps import CallerDep, DbDep, LlmSlotDep, SettingsDep, WriterOpenerDep
 from strataflow.service.errors import error_responses
 from strataflow.service.schemas import SaveInfoBody, SubjectBody, UserContextBody
 
@@ -19,13 +19,15 @@ RESPONSES = error_responses()
 
 @router.post("/save_info", response_model=SaveInfoResult, responses=RESPONSES)
 def save_info(
-    body: SaveInfoBody, _slot: LlmSlotDep, db: WriterDep, caller: CallerDep, settings: SettingsDep
+    body: SaveInfoBody, _slot: LlmSlotDep, writer: WriterOpenerDep, settings: SettingsDep
 ) -> SaveInfoResult:
     """Extract what the user stated in one exchange (the extraction stage, now) and save it with seed 000's
     rules: {extracted_info, saved_count, saved_memories, skipped_fields, llm_calls}. A key's extractions run
-    at most STRATAFLOW_API_LLM_CONCURRENCY_PER_KEY at a time; the others wait for their turn."""
+    at most STRATAFLOW_API_LLM_CONCURRENCY_PER_KEY at a time; the others wait for their turn, and no database
+    connection is held while the model answers."""
+    opener, caller = writer
     return save_exchange(
-        db, settings, caller.namespace, body.subject, body.user_message, body.assistant_message,
+        opener, settings, caller.namespace, body.subject, body.user_message, body.assistant_message,
         body.existing_info,
     )  # fmt: skip
 

@@ -1,0 +1,135 @@
+"""Connections that cannot hold the server (issue 36 item 2), on real uvicorn servers with the service's
+protocol and small bounds: a body that stalls is closed (nothing left to read: the check of issue 36 counts
+a connection with unread bytes as open); one client address cannot take the connections of another
+(127.0.0.2 is served while 127.0.0.1 holds stalled bodies over its cap); a keep-alive connection ends after
+its requests; X-Forwarded-For is believed only from a configured proxy."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from strataflow.config import Settings
+from strataflow.service.server import ConnectionLimits, GuardedH11Protocol, uvicorn_options
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Reads the whole body, answers the client address uvicorn saw."""
+    if scope["type"] != "http":
+        return
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect" or not message.get("more_body"):
+            break
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": scope["client"][0].encode()})
+
+
+@pytest.fixture
+def serve(settings: Settings) -> Iterator[Any]:
+    """Start a server with these limits (and settings' uvicorn options); yields its base URL."""
+    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+    before = GuardedH11Protocol.limits
+
+    def start(limits: ConnectionLimits, **changes: Any) -> str:
+        GuardedH11Protocol.configure(limits)
+        options = uvicorn_options(settings.model_copy(update=changes))
+        port = _port()
+        config = uvicorn.Config(_echo_app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+                                **options)  # fmt: skip
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+            time.sleep(0.05)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(30)
+    GuardedH11Protocol.configure(before)
+
+
+def _stall(url: str, source: str = "127.0.0.1") -> socket.socket:
+    """A connection that sends a request head and the first byte of a body it never finishes."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
+    sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[")
+    return sock
+
+
+def _closed_with(sock: socket.socket, wait_s: float) -> bytes | None:
+    """What the server sent before closing the connection within wait_s, or None when it is still open."""
+    sock.settimeout(wait_s)
+    answer = b""
+    try:
+        while chunk := sock.recv(4096):
+            answer += chunk
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        pass
+    return answer
+
+
+def test_a_stalled_body_is_closed(serve: Any) -> None:
+    url = serve(ConnectionLimits(body_timeout_s=1.0))
+    started = time.monotonic()
+    assert _closed_with(_stall(url), 5.0) == b""  # closed, with nothing to read
+    assert time.monotonic() - started < 3.0
+    assert httpx.post(url, content=b"[1]").status_code == 200  # a whole body is served as before
+
+
+def test_stalled_bodies_of_one_address_leave_another_address_served(serve: Any) -> None:
+    url = serve(ConnectionLimits(body_timeout_s=2.0, max_connections=40, max_per_address=10))
+    started = time.monotonic()
+    stalled = [_stall(url) for _ in range(30)]  # 10 held until their body timeout, 20 closed at once
+    other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5)
+    answer = other.get(url)
+    assert answer.status_code == 200 and answer.text == "127.0.0.2"
+    answers = [_closed_with(sock, 6.0) for sock in stalled]
+    assert answers == [b""] * 30, "a stalled connection was still open (or answered) after its body timeout"
+    assert time.monotonic() - started < 5.0
+    assert httpx.get(url, timeout=5).text == "127.0.0.1"  # the address is served again once they are gone
+
+
+def test_a_keep_alive_connection_ends_after_its_requests(serve: Any) -> None:
+    url = serve(ConnectionLimits(max_requests=2))
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    for _ in range(2):
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)
+    answer = _closed_with(sock, 3.0)  # both answered, then closed by the server
+    assert answer is not None and answer.count(b"HTTP/1.1 200") == 2, answer
+
+
+@pytest.mark.parametrize(("proxies", "seen"), [([], "127.0.0.1"), (["127.0.0.1"], "203.0.113.9")])
+def test_x_forwarded_for_is_believed_only_from_a_trusted_proxy(
+    serve: Any, proxies: list[str], seen: str
+) -> None:
+    url = serve(ConnectionLimits(), api_trusted_proxies=proxies)
+    assert httpx.get(url, headers={"X-Forwarded-For": "203.0.113.9"}).text == seen
+
+
+def test_trusted_proxies_are_read_from_a_list_or_commas() -> None:
+    assert Settings(api_trusted_proxies="10.0.0.1, ::1").api_trusted_proxies == ["10.0.0.1", "::1"]  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not an IP address"):
+        Settings(api_trusted_proxies="proxy.local")  # type: ignore[arg-type]
