@@ -137,9 +137,9 @@ class Settings(BaseSettings):
         "limit and connection caps use the connecting address.",
     )  # fmt: skip
     api_heavy_per_key: int = Field(
-        1, ge=1, le=64, description="Heavy requests (searches, batches, adds, save_info, user_context, "
-        "context) of one API key that run at once per server process; more wait (see "
-        "STRATAFLOW_API_HEAVY_WAIT_S).",
+        1, ge=1, le=64, description="Heavy requests (the searches, lists, adds and bulk deletes of /mem0, "
+        "/v1/store/batch, /v1/memories/search, /v1/user_context) of one API key that run at once per server "
+        "process; more wait (see STRATAFLOW_API_HEAVY_WAIT_S).",
     )  # fmt: skip
     api_heavy_per_namespace: int = Field(
         2, ge=1, le=64, description="Heavy requests of one namespace that run at once per server process, so "

@@ -90,8 +90,13 @@ def ensure_running(home: Path) -> str:
     if uri is None:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         import pgserver
+        from pgserver.postgres_server import PostgresServer
 
         logger.info("starting the embedded PostgreSQL under %s", pgdata)
+        # pgserver keeps one handle per data directory for the life of the process and hands it out again
+        # without starting anything: a handle to a server that stopped since (a crash, `db stop`) must go,
+        # or a long-running process (the API) could never start it again.
+        PostgresServer._instances.pop(pgdata.expanduser().resolve(), None)
         # cleanup_mode=None: the server outlives this process, so every command shares one server.
         uri = pgserver.get_server(pgdata, cleanup_mode=None).get_uri()
     secure_home(home)
@@ -235,8 +240,12 @@ def _write_hba(pgdata: Path) -> None:
 
 
 def is_running(home: Path) -> bool:
+    """Whether the home's server runs (or is starting: its postmaster.pid is still being written)."""
     pgdata = pgdata_dir(home)
-    return pgdata.exists() and _running_uri(pgdata) is not None
+    try:
+        return pgdata.exists() and _running_uri(pgdata) is not None
+    except AssertionError:  # pgserver reads a postmaster.pid whose lines are not all written yet
+        return True
 
 
 def _run_as_server_user(args: list[str]) -> subprocess.CompletedProcess[str]:

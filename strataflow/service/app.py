@@ -88,13 +88,14 @@ async def keep_embedded_database(settings: Settings) -> None:
 
     while True:
         await anyio.sleep(DB_WATCH_EVERY_S)
-        if await anyio.to_thread.run_sync(embedded.is_running, settings.home):
-            continue
-        logger.warning("the embedded database under %s stopped; starting it again", settings.home)
         try:
+            if await anyio.to_thread.run_sync(embedded.is_running, settings.home):
+                continue
+            logger.warning("the embedded database under %s stopped; starting it again", settings.home)
             await anyio.to_thread.run_sync(embedded.ensure_running, settings.home)
         except Exception as exc:  # noqa: BLE001 - the next round tries again; the log says why
-            logger.warning("could not start the embedded database: %s: %s", type(exc).__name__, exc)
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            logger.warning("could not start the embedded database: %s: %s", type(exc).__name__, reason)
 
 
 class BodyLimit:
