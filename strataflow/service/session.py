@@ -126,8 +126,8 @@ class Sessions:
                         held.callback(turn.release)
             except TimeoutError:
                 raise Busy(
-                    f"key {caller.key_name!r} or namespace {caller.namespace!r} already runs its share of "
-                    "heavy requests (searches, batches, adds: STRATAFLOW_API_HEAVY_PER_KEY, "
+                    f"key {caller.key_name!r}, namespace {caller.namespace!r} or this server already runs "
+                    "its share of heavy requests (searches, batches, adds: STRATAFLOW_API_HEAVY_PER_KEY, "
                     "STRATAFLOW_API_HEAVY_PER_NAMESPACE); retry shortly",
                     max(1.0, settings.api_heavy_wait_s),
                 ) from None
