@@ -9,6 +9,15 @@ strataflow.pipeline.scopes and assets by strataflow.pipeline.assets.store_asset.
 
 Ids are renumbered: `SubjectState` maps the file's message and item ids onto the new ones as they are
 written, and lineage arrays are mapped through it (an id the file does not resolve is dropped and counted).
+
+Nothing the file says about the target is trusted (issue 36): messages pass the online write window (no
+partition for a far date); `updated_at`, `created_at`, item versions, report revisions and profile versions
+are the target's (now, and numbers counted from 1 in the file's order), never the file's; a row the target
+already holds differently is a conflict (kept, reported) unless the import was asked to replace, which writes
+the file's content as the target's next version through the layer's own writer (upsert_item, delete_item,
+the report archive, the profile row); vectors of the file land only on the rows imported with them (asset
+chunks are encoded by the target: nothing from a file enters the shared embedding cache); and a watermark of
+the file is merged, never moved past a message of the target that neither the target nor the file covered.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -36,13 +46,14 @@ from strataflow.hashes import content_hash
 from strataflow.ingest.asset_readers import ParsedAsset
 from strataflow.ingest.chunking import Chunk
 from strataflow.ingest.enrich import ChunkOptions, prepare_chunk
+from strataflow.ingest.online import write_window
 from strataflow.ingest.quarantine import quarantine_row, write_quarantine
 from strataflow.ingest.readers import ReadItem
 from strataflow.ingest.staging import restore_expired_keys, write_chunk
-from strataflow.llm.embeddings import get_embedder, store_vectors
+from strataflow.memory.item_versions import select_current
 from strataflow.memory.profiles import restore_document
 from strataflow.memory.reports import restore_report
-from strataflow.memory.store import restore_item
+from strataflow.memory.store import delete_item, restore_item, upsert_item
 from strataflow.ops.transfer.jsonl import vector_of
 from strataflow.pipeline.assets import store_asset
 from strataflow.pipeline.embed import TARGETS, write_page
@@ -70,6 +81,39 @@ SELECT_WEEK_HASH = text(
 SELECT_WATERMARK = text(
     "select position from watermarks where stage = :stage and namespace = :namespace and scope = :scope"
 )
+SELECT_KNOWN_HASHES = text(
+    f"""
+    select k.source, k.source_message_id, k.content_hash
+    from {_KEYS}
+    join message_keys as k on k.namespace = :namespace and k.source = wanted.source
+        and k.source_message_id = wanted.source_message_id
+    """
+)
+# The first message of the subject past the watermark that the file's watermark did not cover: the merged
+# watermark stops before it, so the target's own unextracted messages are still extracted.
+SELECT_FIRST_UNCOVERED = text(
+    """
+    select min(ingest_seq) from conversation_messages
+    where namespace = :namespace and subject_id = :scope and ingest_seq > :before
+        and message_id <> all(cast(:covered as bigint[]))
+    """
+)
+SELECT_REPORT = text(
+    """
+    select summary, revision from weekly_reports
+    where namespace = :namespace and subject_id = :subject_id and week_start = :week_start
+    """
+)
+SELECT_PROFILE = text(
+    """
+    select document, manual, status, version, created_at from profile_documents
+    where namespace = :namespace and subject_id = :subject_id and doc_type = :doc_type
+    """
+)
+SELECT_ASSET_CHECKSUM = text(
+    "select checksum from asset_documents where namespace = :namespace and uri = :uri"
+)
+SHOWN_CONFLICTS = 20
 MESSAGES = next(target for target in TARGETS if target.table == "conversation_messages")
 
 
@@ -83,10 +127,13 @@ class SubjectState:
     run_id: uuid.UUID | None
     label: str  # the quarantine source of the file's bad lines, import:<file name>
     result: ImportResult
+    replace: bool = False  # a conflict takes the file's content as a new version (otherwise it is kept)
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))  # the target's time of every row
     messages: dict[int, int] = field(default_factory=dict)
     items: dict[int, int] = field(default_factory=dict)
     marks: dict[str, int] = field(default_factory=dict)  # the file's watermark positions (source ingest_seq)
     reached: dict[str, int] = field(default_factory=dict)  # the new ingest_seq they cover
+    covered: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))  # new ids they cover
 
     def ids(self, old: list[int], mapping: dict[int, int] | None = None) -> list[int]:
         """The new ids of old ones (sorted, distinct); ids the file did not resolve are dropped, counted."""
@@ -105,6 +152,15 @@ class SubjectState:
     def count(self, layer: str, action: str) -> None:
         counts = self.result.layer(layer)
         setattr(counts, action, getattr(counts, action) + 1)
+
+    def conflict(self, layer: str, what: str, why: str = "the target holds it differently") -> None:
+        """A row the target holds differently: kept as it is, counted and reported."""
+        self.count(layer, "kept")
+        if len(self.result.conflicts) < SHOWN_CONFLICTS:
+            hint = "" if self.replace else "; --replace writes the file's as a new version"
+            self.result.conflicts.append(
+                f"{self.label} subject {self.subject_id!r} {what}: {why}, kept{hint}"
+            )
 
 
 def restore_keys(conn: Connection, state: SubjectState, lines: list[MessageKeyLine]) -> None:
@@ -137,7 +193,10 @@ def restore_messages(
         max_content_chars=settings.max_content_chars,
         retention_days=settings.retention_days,
         namespace=state.namespace,
+        event_window=write_window(settings, state.now),
+        safe_subjects=True,
     )
+    lines = _without_conflicts(conn, state, lines)
     records: list[ReadItem] = [
         (number, raw, {k: value[k] for k in MESSAGE_FIELDS if k in value}) for number, raw, value, _ in lines
     ]
@@ -164,6 +223,7 @@ def restore_messages(
         for stage, position in state.marks.items():
             if line.ingest_seq <= position and seq is not None:
                 state.reached[stage] = max(state.reached.get(stage, 0), seq)
+                state.covered[stage].add(message_id)
         vector, model = state.vector(line)
         if bare and vector is not None and model is not None:
             row = {
@@ -178,6 +238,35 @@ def restore_messages(
     return chunk.quarantined
 
 
+def _without_conflicts(
+    conn: Connection, state: SubjectState, lines: list[tuple[int, bytes, dict[str, Any], MessageLine]]
+) -> list[tuple[int, bytes, dict[str, Any], MessageLine]]:
+    """The lines whose message the target lacks or holds with the same content (or every line, with replace):
+    a message the target holds with other content is a conflict, never rewritten silently."""
+    if state.replace:
+        return lines
+    keys = [
+        (str(value.get("source") or state.label), str(value.get("source_message_id")))
+        for _, _, value, _ in lines
+    ]
+    params = {"namespace": state.namespace, "sources": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+    known = {
+        (row.source, row.source_message_id): row.content_hash
+        for row in conn.execute(SELECT_KNOWN_HASHES, params)
+    }
+    kept = []
+    for key, entry in zip(keys, lines, strict=True):
+        content = entry[2].get("content")
+        have = known.get(key)
+        if have is not None and isinstance(content, str) and have != content_hash(content):
+            state.conflict(
+                "messages", f"message {key[1]!r} of source {key[0]!r}", "the target holds other text"
+            )
+        else:
+            kept.append(entry)
+    return kept
+
+
 def coverage(state: SubjectState, line: MessageLine) -> tuple[bool, ...]:
     """Which of the subject's watermarks cover a message: a batch of messages shares one answer, so the new
     ingest order keeps every covered message before every uncovered one."""
@@ -185,11 +274,17 @@ def coverage(state: SubjectState, line: MessageLine) -> tuple[bool, ...]:
 
 
 def restore_watermarks(conn: Connection, state: SubjectState) -> None:
-    """Each stage's watermark at the newest new message its file watermark covered (never moved back)."""
-    for stage, position in state.reached.items():
+    """Each stage's watermark merged: at the newest new message its file watermark covered, but never past a
+    message of the subject that neither the target's watermark nor the file's covered (the target's own
+    unextracted messages stay pending), and never moved back."""
+    for stage, reached in state.reached.items():
         params = {"stage": stage, "namespace": state.namespace, "scope": state.subject_id}
         before = conn.execute(SELECT_WATERMARK, params).scalar()
-        if before is not None and before >= position:
+        gap = conn.execute(
+            SELECT_FIRST_UNCOVERED, {**params, "before": before or 0, "covered": sorted(state.covered[stage])}
+        ).scalar()
+        position = reached if gap is None else min(reached, gap - 1)
+        if position <= (before or 0):
             state.count("watermarks", "unchanged")
             continue
         advance_watermark(
@@ -199,13 +294,34 @@ def restore_watermarks(conn: Connection, state: SubjectState) -> None:
 
 
 def restore_item_line(conn: Connection, state: SubjectState, line: ItemLine) -> None:
+    """A new item with its history (versions numbered by the target, updated_at now); an item the target
+    holds as the file has it is unchanged; one it holds differently is a conflict, or with replace gets the
+    file's content as its next version."""
+    identity = {"namespace": state.namespace, "subject_id": line.subject_id, "agent_id": line.agent_id}
+    current = select_current(conn, {**identity, "kind": line.kind.value, "key": line.key})
+    if current is not None:
+        state.items[line.item_id] = current.item_id
+        if _same_item(current, line):
+            state.count("items", "unchanged")
+        elif not state.replace:
+            agent = f" of agent {line.agent_id!r}" if line.agent_id else ""
+            state.conflict("items", f"item {line.kind.value}:{line.key}{agent}")
+        else:
+            _replace_item(conn, state, line, current)
+        state.result.layer("item_versions").read += len(line.versions)
+        state.result.layer("item_versions").unchanged += len(line.versions)
+        return
+    numbers = {n: i for i, n in enumerate(sorted({v.version for v in line.versions} | {line.version}), 1)}
     item = line.model_dump(exclude={"type", "item_id", "versions", "embedding"})
     item["source_message_ids"] = state.ids(line.source_message_ids)
     item["kind"] = line.kind.value
     item["embedding"], item["embedding_model"] = state.vector(line)
+    item.update(version=numbers[line.version], updated_at=state.now, created_at=state.now)
+    item["reflected_version"] = numbers.get(line.reflected_version or 0)
     versions = [
         {
             **version.model_dump(),
+            "version": numbers[version.version],
             "kind": version.kind.value,
             "source_message_ids": state.ids(version.source_message_ids),
         }
@@ -221,6 +337,46 @@ def restore_item_line(conn: Connection, state: SubjectState, line: ItemLine) -> 
     history.unchanged += len(line.versions) - added
 
 
+def _same_item(current: Any, line: ItemLine) -> bool:
+    return (
+        current.value == line.value
+        and current.statement == line.statement
+        and current.status == line.status
+        and current.category == line.category
+        and current.importance == line.importance
+        and abs(current.confidence - line.confidence) < 1e-6
+        and (current.name, current.description, current.entry_type, bool(current.is_shared))
+        == (line.name, line.description, line.entry_type, line.is_shared)
+    )
+
+
+def _replace_item(conn: Connection, state: SubjectState, line: ItemLine, current: Any) -> None:
+    """The file's content as the item's next version, by the store's own writers (history kept)."""
+    what: dict[str, Any] = {
+        "namespace": state.namespace,
+        "subject_id": line.subject_id,
+        "kind": line.kind.value,
+    }
+    what.update(key=line.key, agent_id=line.agent_id, run_id=state.run_id)
+    at = max(state.now, current.valid_from)
+    if line.status == "deleted":
+        changed = delete_item(conn, **what, event_at=at, source=line.source)
+        state.count("items", "updated" if changed else "unchanged")
+        return
+    action = upsert_item(
+        conn, **what, value=line.value, statement=line.statement or "", category=line.category,
+        importance=line.importance, confidence=line.confidence, source=line.source, event_at=at,
+        source_message_ids=state.ids(line.source_message_ids), prompt_version=line.prompt_version,
+        model=line.model, metadata=line.metadata, name=line.name, description=line.description,
+        entry_type=line.entry_type, is_shared=line.is_shared, item_id=current.item_id,
+        settings=state.settings,
+    )  # fmt: skip
+    if action == "manual_protected":
+        state.conflict("items", f"item {line.kind.value}:{line.key}", "the target's is manually edited")
+    else:
+        state.count("items", "unchanged" if action == "unchanged" else "updated")
+
+
 def restore_insight_line(conn: Connection, state: SubjectState, line: InsightLine) -> None:
     row = line.model_dump(exclude={"type", "insight_id", "embedding"})
     row["evidence_item_ids"] = state.ids(line.evidence_item_ids, state.items)
@@ -231,7 +387,26 @@ def restore_insight_line(conn: Connection, state: SubjectState, line: InsightLin
 
 
 def restore_report_line(conn: Connection, state: SubjectState, line: ReportLine) -> None:
+    """A new week's report with its revisions (numbered by the target, times now); a week the target has
+    with the same summary is unchanged, with another a conflict, or with replace the file's summary as the
+    week's next revision (the target's goes to the revisions)."""
+    scope = {"namespace": state.namespace, "subject_id": line.subject_id, "week_start": line.week_start}
+    existing = conn.execute(SELECT_REPORT, scope).first()
+    if existing is not None and (existing.summary == line.summary or not state.replace):
+        if existing.summary == line.summary:
+            state.count("reports", "unchanged")
+        else:
+            state.conflict("reports", f"weekly report of {line.week_start}")
+        state.result.layer("report_revisions").read += len(line.revisions)
+        return
     report = line.model_dump(exclude={"type", "report_id", "current", "revisions", "embedding"})
+    numbers = {
+        n: i
+        for i, n in enumerate(sorted({r.revision for r in line.revisions if r.revision < line.revision}), 1)
+    }
+    report.update(created_at=state.now, updated_at=state.now, revision=len(numbers) + 1)
+    if existing is not None:
+        report["revision"] = existing.revision + 1
     report["source_message_ids"] = state.ids(line.source_message_ids)
     report["key_events"] = [_mapped_event(state, event) for event in line.key_events]
     report["embedding"], report["embedding_model"] = state.vector(line)
@@ -242,34 +417,51 @@ def restore_report_line(conn: Connection, state: SubjectState, line: ReportLine)
     revisions = [
         {
             **revision.model_dump(),
+            "revision": numbers[revision.revision],
             "source_message_ids": state.ids(revision.source_message_ids),
             "key_events": [_mapped_event(state, e) for e in revision.key_events]
             if isinstance(revision.key_events, list)
             else revision.key_events,
         }
         for revision in line.revisions
+        if revision.revision in numbers and existing is None
     ]
     state.count("reports", restore_report(conn, state.namespace, report, revisions))
     state.result.layer("report_revisions").read += len(line.revisions)
 
 
 def restore_profile_line(conn: Connection, state: SubjectState, line: ProfileLine) -> None:
+    """A profile document the target lacks (version 1, times now); the same one is unchanged, another a
+    conflict, or with replace the file's as the target's next version."""
+    key = {"namespace": state.namespace, "subject_id": line.subject_id, "doc_type": line.doc_type}
+    existing = conn.execute(SELECT_PROFILE, key).first()
     stored = line.model_dump(exclude={"type", "subject_id", "doc_type"})
+    stored.update(version=1, created_at=state.now, updated_at=state.now)
+    if existing is not None:
+        same = (existing.document, existing.manual, existing.status) == (
+            line.document,
+            line.manual,
+            line.status,
+        )
+        if same or not state.replace:
+            if same:
+                state.count("profiles", "unchanged")
+            else:
+                state.conflict("profiles", f"{line.doc_type} profile")
+            return
+        stored.update(version=existing.version + 1, created_at=existing.created_at)
     action = restore_document(conn, state.namespace, line.subject_id, line.doc_type, stored)
     state.count("profiles", action)
 
 
 def restore_asset_line(conn: Connection, state: SubjectState, line: AssetLine) -> None:
-    """An asset of the namespace by its one writer; the exported chunk vectors of the target's model fill
-    the embedding cache first, so nothing is encoded again."""
-    model = get_embedder(state.settings).model_name
-    known = {}
-    for chunk in line.chunks:
-        if chunk.embedding is not None and chunk.embedding.model == model:
-            vector, _ = state.vector(chunk)
-            if vector is not None:
-                known[content_hash(chunk.content)] = vector
-    store_vectors(conn, model, known)
+    """An asset of the namespace by its one writer, which encodes its chunks itself: a file's vectors never
+    enter the embedding cache that every namespace reads (a crafted one would be another tenant's vector of
+    the same text). An asset the target holds with another checksum is a conflict unless replace."""
+    have = conn.execute(SELECT_ASSET_CHECKSUM, {"namespace": state.namespace, "uri": line.uri}).scalar()
+    if have is not None and have != line.checksum and not state.replace:
+        state.conflict("assets", f"asset {line.uri!r}", "the target holds another version")
+        return
     asset = ParsedAsset(
         uri=line.uri,
         kind=line.kind,
