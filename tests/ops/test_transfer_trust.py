@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,7 @@ def _quarantined(engine: Engine, ns: str) -> dict[str, Any]:
     return {row.position: row for row in rows}
 
 
-def _items(engine: Engine, ns: str) -> list[Any]:
+def _items(engine: Engine, ns: str) -> Sequence[Any]:
     with engine.connect() as conn:
         return conn.execute(
             text(
