@@ -49,7 +49,7 @@ from models.transfer import (
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.errors import UserError
-from strataflow.ops.transfer import layers
+from strataflow.ops.transfer import layers, memory_rows
 from strataflow.ops.transfer.jsonl import numbered_lines
 from strataflow.pipeline.progress import progress_bar
 
@@ -92,13 +92,13 @@ class Group:
                 state.marks[line.stage] = line.position
             state.result.layer("watermarks").read += 1
         elif isinstance(line, ItemLine):
-            layers.restore_item_line(conn, state, line)
+            memory_rows.restore_item_line(conn, state, line)
         elif isinstance(line, InsightLine):
-            layers.restore_insight_line(conn, state, line)
+            memory_rows.restore_insight_line(conn, state, line)
         elif isinstance(line, ReportLine):
-            layers.restore_report_line(conn, state, line)
+            memory_rows.restore_report_line(conn, state, line)
         elif isinstance(line, ProfileLine):
-            layers.restore_profile_line(conn, state, line)
+            memory_rows.restore_profile_line(conn, state, line)
         elif isinstance(line, AssetLine):
             layers.restore_asset_line(conn, state, line)
         if not isinstance(line, WatermarkLine):
