@@ -7,7 +7,10 @@ insight_id, document_id) are the source database's: an import renumbers them and
 An embedding is {model, dim, f32}: the float32 vector, little-endian, base64 (exact and compact).
 
 Each line is validated by its model here (the canonical message fields of a `message` line by
-models.messages.MessageRecord, through the ingest path), so a bad line is quarantined naming its field.
+models.messages.MessageRecord, through the ingest path, with the online write window), so a bad line is
+quarantined naming its field. A file is trusted no more than an online write: subject and agent ids follow
+the online id rule (SAFE_ID), an internal kind (hot_summary, which the target's own hot-memory stage writes)
+is refused, and no time may lie in the future (future_field, checked by the import against its clock).
 """
 
 from __future__ import annotations
@@ -15,14 +18,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import date
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from models.common import MemoryKind
-from models.messages import ID_MAX_CHARS, NO_NUL
+from models.messages import ID_MAX_CHARS, NO_NUL, SAFE_ID
 
 FORMAT = "strataflow-export"
 FORMAT_VERSION = 1
@@ -42,8 +45,11 @@ MESSAGE_FIELDS = (
 # The layers with a line of their own (entries and versions ride inside item lines, chunks and revisions
 # inside theirs): the header's counts of these are the file's lines after the header.
 LINE_LAYERS = ("message_keys", "messages", "items", "insights", "reports", "profiles", "watermarks", "assets")
-# Subject-scoped stages whose watermark (an ingest position) the export carries.
-WATERMARK_STAGES = ("extract", "hot_summary")
+# Subject-scoped stages whose watermark (an ingest position) the export carries. The hot summary is internal:
+# neither its item nor its watermark travels (the target's own hot-memory stage rebuilds it).
+WATERMARK_STAGES = ("extract",)
+# Kinds only the pipeline writes: an export leaves them out and an import refuses them.
+INTERNAL_KINDS = frozenset({MemoryKind.hot_summary})
 
 
 def _json_storable(value: Any) -> Any:
@@ -52,7 +58,18 @@ def _json_storable(value: Any) -> Any:
     return value
 
 
+def _public_kind(value: MemoryKind) -> MemoryKind:
+    if value in INTERNAL_KINDS:
+        raise ValueError(
+            f"{value.value} is an internal kind that only the pipeline writes; it is not imported"
+        )
+    return value
+
+
 Id = Annotated[str, Field(min_length=1, max_length=ID_MAX_CHARS, pattern=NO_NUL)]
+# A subject or agent id: the online id rule (no '/', no control character, no line separator).
+SafeId = Annotated[str, Field(min_length=1, max_length=ID_MAX_CHARS, pattern=SAFE_ID)]
+PublicKind = Annotated[MemoryKind, AfterValidator(_public_kind)]
 Text = Annotated[str, Field(pattern=NO_NUL)]
 Json = Annotated[Any, AfterValidator(_json_storable)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_storable)]
@@ -99,7 +116,7 @@ class MessageKeyLine(Line):
 
     type: Literal["message_key"]
     message_id: int = Field(ge=1)
-    subject_id: Id
+    subject_id: SafeId
     source: Id
     source_message_id: Id
     conversation_id: Id
@@ -116,14 +133,14 @@ class MessageLine(Line):
     type: Literal["message"]
     message_id: int = Field(ge=1)
     ingest_seq: int = Field(ge=1)
-    subject_id: Id
+    subject_id: SafeId
     embedding: Embedding | None = None
 
 
 class ItemVersionLine(Line):
     version: int = Field(ge=1)
     action: Literal["new", "content_modified", "modified", "deleted"]
-    kind: MemoryKind
+    kind: PublicKind
     key: Text
     value: Json = None
     statement: Text | None = None
@@ -141,7 +158,7 @@ class ItemVersionLine(Line):
     prompt_version: Text | None = None
     model: Text | None = None
     note: Text | None = None
-    agent_id: Id | None = None
+    agent_id: SafeId | None = None
     name: Text | None = None
     description: Text | None = None
     entry_type: Literal["user", "project", "feedback", "reference"] | None = None
@@ -153,9 +170,9 @@ class ItemLine(Line):
 
     type: Literal["item"]
     item_id: int = Field(ge=1)
-    subject_id: Id
-    agent_id: Id | None = None
-    kind: MemoryKind
+    subject_id: SafeId
+    agent_id: SafeId | None = None
+    kind: PublicKind
     key: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     value: Json = None
     statement: Text | None = None
@@ -190,7 +207,7 @@ class ItemLine(Line):
 class InsightLine(Line):
     type: Literal["insight"]
     insight_id: int = Field(ge=1)
-    subject_id: Id
+    subject_id: SafeId
     key: Text
     question: Text
     statement: Text
@@ -227,7 +244,7 @@ class ReportLine(Line):
 
     type: Literal["report"]
     report_id: int = Field(ge=1)
-    subject_id: Id
+    subject_id: SafeId
     week_start: date
     week_end: date
     summary: Text
@@ -250,7 +267,7 @@ class ProfileLine(Line):
     """A seed 002 profile document as stored: content, manual overlay, status and meta."""
 
     type: Literal["profile"]
-    subject_id: Id
+    subject_id: SafeId
     doc_type: Literal["user", "work"]
     document: JsonObject
     manual: JsonObject = {}
@@ -269,8 +286,8 @@ class WatermarkLine(Line):
     """How far a subject-scoped stage (extract, hot_summary) had read, as a source ingest position."""
 
     type: Literal["watermark"]
-    subject_id: Id
-    stage: Literal["extract", "hot_summary"]
+    subject_id: SafeId
+    stage: Literal["extract", "hot_summary"]  # hot_summary: in files of earlier versions; not applied
     position: int = Field(ge=0)
 
 
@@ -298,6 +315,26 @@ class AssetLine(Line):
     ingested_at: AwareDatetime
     updated_at: AwareDatetime
     chunks: list[AssetChunkLine] = []
+
+
+def future_field(value: Any, latest: datetime, path: str = "") -> str | None:
+    """The dotted name of the first time (or date) in a validated line later than `latest` (e.g.
+    `versions[0].recorded_at`), or None: a file cannot date anything in the future."""
+    if isinstance(value, datetime):
+        return path if value > latest else None
+    if isinstance(value, date):
+        return path if value > latest.date() else None
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            found = future_field(getattr(value, name), latest, f"{path}.{name}" if path else name)
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, element in enumerate(value):
+            found = future_field(element, latest, f"{path}[{index}]")
+            if found:
+                return found
+    return None
 
 
 LINE_MODELS: dict[str, type[Line]] = {
@@ -329,9 +366,9 @@ LAYERS = (
 
 
 class LayerCounts(BaseModel):
-    """One layer of an import: lines read, rows written new, brought up to a newer export (updated), already
-    there as exported (unchanged), left as the target has them because they changed there since (kept), and
-    lines quarantined."""
+    """One layer of an import: lines read, rows written new, replaced by the file's content as a new version
+    (updated, only with --replace), already there as the file has them (unchanged), left as the target has
+    them because it holds them differently (kept: a conflict, reported), and lines quarantined."""
 
     read: int = 0
     new: int = 0
@@ -353,6 +390,9 @@ class ImportResult(BaseModel):
     lineage_dropped: int = Field(0, description="lineage ids naming a message or item not in the file")
     embeddings_dropped: int = Field(0, description="vectors of another size than the target's; left null")
     problems: list[str] = Field(default_factory=list, description="the first quarantined lines' errors")
+    conflicts: list[str] = Field(
+        default_factory=list, description="the first rows the target holds differently (kept, or replaced)"
+    )
 
     def layer(self, name: str) -> LayerCounts:
         return self.layers[name]

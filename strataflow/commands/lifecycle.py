@@ -127,6 +127,9 @@ def expire(
     if result.archive_path:
         typer.echo(f"archived to {result.archive_path}")
     typer.echo(f"deletion report {result.report_id}")
+    from strataflow.pipeline.forget import NOT_REACHED
+
+    typer.echo("not reached (rotate or expire them): " + "; ".join(NOT_REACHED))
 
 
 def forget(
@@ -157,6 +160,9 @@ def forget(
     typer.echo(f"removed {result.total} row(s) of subject sha256:{result.subject_hash[:12]}… in {namespace}")
     typer.echo(", ".join(f"{table} {count}" for table, count in result.counts.items()))
     typer.echo(f"deletion report {result.report_id}")
+    from strataflow.pipeline.forget import NOT_REACHED
+
+    typer.echo("not reached (rotate or expire them): " + "; ".join(NOT_REACHED))
 
 
 def _parse_date(value: str, option: str) -> date:

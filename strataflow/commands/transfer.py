@@ -49,7 +49,13 @@ def export(
 def import_(
     file: Path = typer.Argument(None, help="An export file (strataflow export)."),
     namespace: str = typer.Option(
-        None, "--namespace", "-n", help="The namespace to import into (default: the exported one)."
+        None, "--namespace", "-n", help="The namespace to import into (required: the file never chooses it)."
+    ),
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="Where the target holds a row differently, write the file's content as its next version "
+        "(default: keep the target's and report the conflict).",
     ),
     from_mem0: Path = typer.Option(
         None,
@@ -59,8 +65,10 @@ def import_(
     progress: bool = PROGRESS,
 ) -> None:
     """Import an export file into a namespace, one transaction per subject: ids renumbered, lineage kept,
-    bad lines to quarantine (source import:<file name>, position = line number); importing it again adds
-    no row. With --from-mem0, mem0's memories become entries (metadata.imported_from names their origin).
+    every line validated as an online write of its kind, bad lines to quarantine (source import:<file
+    name>, position = line number); a row the target holds differently is kept and reported (--replace:
+    the file's becomes its next version); importing it again adds no row. With --from-mem0, mem0's
+    memories become entries (metadata.imported_from names their origin).
 
     Examples: strataflow import acme.export.jsonl --namespace acme_copy
               strataflow import --from-mem0 mem0-config.json --namespace acme
@@ -68,6 +76,11 @@ def import_(
     settings = settings_or_exit()
     if (file is None) == (from_mem0 is None):
         typer.echo("error: give an export FILE or --from-mem0 PATH (one of them)", err=True)
+        raise typer.Exit(1)
+    if not namespace:
+        typer.echo(
+            "error: give the namespace to import into: --namespace NS (a file never chooses it)", err=True
+        )
         raise typer.Exit(1)
     source = file if file is not None else from_mem0
     if not source.is_file():
@@ -78,19 +91,24 @@ def import_(
         return
     from strataflow.ops.transfer.restore import import_file
 
-    parameters = {"file": str(file), "namespace": namespace}
+    parameters = {"file": str(file), "namespace": namespace, "replace": replace}
     result = recorded_run(
         settings,
         "import",
         parameters,
         namespace,
-        lambda run_id: import_file(settings, file, namespace, run_id, progress),
+        lambda run_id: import_file(settings, file, namespace, run_id, progress, replace),
         user_errors=(OSError,),
     )
     columns = ["read", "new", "updated", "unchanged", "kept", "quarantined"]
     rows = {name: [getattr(c, col) for col in columns] for name, c in result.layers.items() if c.read}
     _table(f"import into {result.namespace}", columns, rows)
     _problems(result.problems, result.quarantined, f"import:{file.name}")
+    kept = sum(c.kept for c in result.layers.values())
+    for conflict in result.conflicts:
+        typer.echo(f"conflict: {conflict}", err=True)
+    if kept > len(result.conflicts):
+        typer.echo(f"... and {kept - len(result.conflicts)} more conflict(s)", err=True)
     notes = []
     if result.lineage_dropped:
         notes.append(f"{result.lineage_dropped} lineage id(s) named no message or item of the file")
@@ -104,12 +122,9 @@ def import_(
     )
 
 
-def _import_mem0(settings: Any, path: Path, namespace: str | None, progress: bool) -> None:
+def _import_mem0(settings: Any, path: Path, namespace: str, progress: bool) -> None:
     from strataflow.ops.transfer.mem0 import Mem0Error, import_mem0
 
-    if not namespace:
-        typer.echo("error: --from-mem0 needs --namespace", err=True)
-        raise typer.Exit(1)
     result = recorded_run(
         settings,
         "import-mem0",

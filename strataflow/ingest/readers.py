@@ -8,6 +8,10 @@ with bounded memory; a JSON array or a LoCoMo file is parsed whole (use JSONL fo
 - value: the record as a dict with canonical keys (after the column mapping), or its `RecordProblem` when the
   record cannot even be parsed (malformed JSON, invalid UTF-8, a CSV row with the wrong number of cells).
 
+A JSONL file's last line without a newline that is not JSON yet is a line still being written (an inbox file
+a writer is appending to): it is left out with a warning, not quarantined, and read whole by the next run
+(the file's checksum has changed by then, so the ingest reads it again; its other lines are unchanged).
+
 LoCoMo (snap-research/LoCoMo) speaker rule: both speakers are real people talking to each other, so every
 turn is role "user"; subject_id and conversation_id are the sample_id (e.g. "conv-26"), so one scope holds
 the whole dialog and questions about either speaker search the same place; the speaker's name is in
@@ -23,6 +27,7 @@ from __future__ import annotations
 import csv
 import glob
 import io
+import logging
 import re
 import tomllib
 from collections.abc import Iterator
@@ -34,6 +39,8 @@ from zoneinfo import ZoneInfo
 import orjson
 
 from models.messages import RecordProblem
+
+logger = logging.getLogger(__name__)
 
 LOG_EXTENSIONS = (".jsonl", ".ndjson", ".json", ".csv", ".parquet")
 FORMATS = ("auto", "jsonl", "json", "csv", "parquet", "locomo", "sql")
@@ -151,6 +158,14 @@ def _jsonl_items(path: Path, mapping: dict[str, str]) -> Iterator[ReadItem]:
             try:
                 value = loads(line)
             except orjson.JSONDecodeError as exc:
+                if not line.endswith(b"\n"):  # the last line, still being written: read again next run
+                    logger.warning(
+                        "%s line %d: no newline yet and not JSON: left for the next run (a writer may still "
+                        "be appending to the file)",
+                        path.name,
+                        number,
+                    )
+                    continue
                 yield number, line, _line_error(line, exc)
                 continue
             if type(value) is not dict:

@@ -123,6 +123,21 @@ def scrub_secrets(message: str) -> str:
     return message[:ERROR_CHARS]
 
 
+def provider_error(exc: BaseException, call: LLMCall, attempt: int) -> str:
+    """What operations data keeps of a failed request (llm_calls, the LLMError that reaches pipeline_runs,
+    Prefect states, logs and alerts): the error class, the provider's HTTP status and name, and a reference
+    to its llm_calls row (input hash prefix / attempt). Never the error's text: providers quote the request
+    or the response in it, and both hold user messages."""
+    status = getattr(exc, "status_code", None)
+    provider = getattr(exc, "llm_provider", None)
+    parts = [type(exc).__name__]
+    if isinstance(status, int):
+        parts.append(f"HTTP {status}")
+    if isinstance(provider, str) and re.fullmatch(r"[\w.-]{1,40}", provider):
+        parts.append(f"provider {provider}")
+    return f"{', '.join(parts)} (ref {call.input_hash[:12]}/{attempt} in llm_calls)"
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """The errors of an invalid model output without the values they are about (pydantic's text quotes the
     output, which holds user text): field path, message and type only. A message from one of our own
@@ -300,7 +315,7 @@ class LLMGateway:
             except Exception as exc:  # litellm maps provider errors onto its own classes; name them below
                 latency = int((time.monotonic() - started) * 1000)
                 outcome = next((name for cls, name in retryable if isinstance(exc, cls)), "error")
-                last_error = scrub_secrets(f"{type(exc).__name__}: {exc}")
+                last_error = provider_error(exc, call, attempt[0])
                 self._record(call, attempt[0], outcome, latency, error=last_error, event_at=event_at)
                 if outcome == "error":
                     raise LLMError(f"{call.stage}: {call.model} request failed: {last_error}") from None

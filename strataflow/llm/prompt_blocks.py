@@ -26,11 +26,15 @@ User text cannot end a block or start one, nor start a line of its own: it is al
 `quote_text` (a JSON string literal) or, for whole records, `json_text` (JSON), and both escape the same
 characters as \uXXXX inside strings: every "<" (so no marker, tag, comment or `<` + invisible characters can
 open or close anything), every line break str.splitlines() knows (\n, \r, \v, \f, U+001C-U+001E, U+0085,
-U+2028, U+2029: JSON escapes the ASCII ones, this module the others), the other control characters and the
-bidirectional overrides. So one record, or one value, is always exactly one line, and json.loads gives back
-exactly what was put in. The same function writes the context block an agent reads (strataflow.retrieval),
-the seed 002 profile documents between their markers, and every MCP tool answer (strataflow.service). A
-record that cannot be written as one JSON line is an error naming it, never dropped.
+U+2028, U+2029: JSON escapes the ASCII ones, this module the others), the other control characters, the
+bidirectional overrides, the characters a reader cannot see (zero-width spaces and joiners, word joiners and
+invisible operators, U+FEFF, the soft hyphen, and the Unicode tag characters U+E0000-U+E007F, which spell
+hidden ASCII) and the look-alikes of "<" and ">" (full-width U+FF1C/U+FF1E, small U+FE64/U+FE65), so a
+full-width `＜/memory-context＞` is no marker either. So one record, or one value, is always exactly one line
+that shows every character it holds, and json.loads gives back exactly what was put in. The same function
+writes the context block an agent reads (strataflow.retrieval), the seed 002 profile documents between their
+markers, and every MCP tool answer (strataflow.service). A record that cannot be written as one JSON line is
+an error naming it, never dropped.
 """
 
 from __future__ import annotations
@@ -43,9 +47,23 @@ from typing import Any
 # The closing marker must start a line: JSON lines hold no raw newline, so user text cannot close a block.
 BLOCK = re.compile(r"<(?P<name>[a-z_]+)>\n(?P<body>.*?)\n</(?P=name)>", re.DOTALL)
 # Written as \uXXXX inside JSON strings (they can only occur inside strings, so this keeps the JSON valid):
-# "<",
-# DEL and the C1 controls (U+0085 among them), the line and paragraph separators, the bidirectional overrides.
-JSON_LINE_UNSAFE = re.compile("[<\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# "<", DEL and the C1 controls (U+0085 among them), the soft hyphen, the Mongolian vowel separator, the
+# zero-width space, joiners and direction marks (U+200B-U+200F), the line and paragraph separators, the
+# bidirectional overrides and isolates, the word joiner and invisible operators (U+2060-U+2064), U+FEFF, the
+# small and full-width "<" and ">" (U+FE64, U+FE65, U+FF1C, U+FF1E) and the tag characters U+E0000-U+E007F
+# (written as their UTF-16 surrogate pair, \udb40\udcXX, which json.loads reads back as the one character).
+JSON_LINE_UNSAFE = re.compile(
+    "[<\u007f-\u009f\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\ufe64\ufe65\uff1c\uff1e\U000e0000-\U000e007f]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:  # JSON's \u escapes are UTF-16 units: an astral character is a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
 
 
 class PromptBlockError(ValueError):
@@ -53,9 +71,10 @@ class PromptBlockError(ValueError):
 
 
 def escape_json(json_text: str) -> str:
-    """JSON text with "<", the C1 controls, U+2028, U+2029 and the bidirectional overrides written as
-    \\uXXXX (the same JSON value once parsed; json.dumps already escapes the ASCII control characters)."""
-    return JSON_LINE_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", json_text)
+    """JSON text with the characters of JSON_LINE_UNSAFE ("<", its look-alikes, the C1 controls, U+2028,
+    U+2029, the bidirectional overrides, zero-width and tag characters) written as \\uXXXX (the same JSON
+    value once parsed; json.dumps already escapes the ASCII control characters)."""
+    return JSON_LINE_UNSAFE.sub(_escaped, json_text)
 
 
 def quote_text(value: str) -> str:

@@ -39,11 +39,12 @@ strataflow's tables are the source of truth; the views below are the supported w
 is one file, `sql/views/NAME.sql`, named for what one row is: it states its grain at the top and carries a
 comment on every column (`\\d+ memories` in psql shows them). The base tables follow, commented the same way,
 for what the views do not show. This page is built from those comments; example queries and the HTML report
-are in [analyst-queries.md](analyst-queries.md).
+are in [analyst-queries.md](analyst-queries.md). Connect through a libpq service, which keeps the
+password out of psql's command line (security.md, "Connecting without a password in argv"):
 
 ```sh
-psql "$(strataflow db url)"                       # the owner (sees every namespace)
-psql "$(strataflow db url --role analyst_acme)"   # an analyst role: sees only its granted namespaces
+psql service=strataflow     # the owner (sees every namespace)
+psql service=analyst_acme   # an analyst role: sees only its granted namespaces
 ```
 
 Conventions:

@@ -18,6 +18,13 @@ Kept, on purpose, and scrubbed:
   subject_id instead of the id: an auditor who knows the id can confirm it was forgotten; the report alone
   names nobody. Earlier expiry reports hold per-namespace counts only.
 
+Not reached, and said so in the report (`not_reached`): the PostgreSQL server log (a statement logged by
+log_statement or a slow-query log may hold the subject's text), the WAL and base backups (old row images
+until they are recycled or expire), Prefect's own database (flow-run states and logs: strataflow names
+scopes there by hash, and a provider's error text never reaches them, strataflow.llm.gateway.provider_error)
+and logs written outside the database (the API's access log shows route paths without their query, which may
+name a subject in a path segment). Operators rotate and expire those.
+
 The subject is matched in free text as a whole id: not inside a longer id (u1 does not match u10).
 """
 
@@ -42,6 +49,13 @@ from strataflow.pipeline.embed import embedded_hash_sql, embedding_cache_prune
 logger = logging.getLogger(__name__)
 
 SCOPE = "namespace = :namespace and subject_id = :subject_id"
+# What forget cannot scrub (module docstring); the deletion report lists it.
+NOT_REACHED = (
+    "the PostgreSQL server log (statements and errors it logged)",
+    "the WAL and base backups (old row images until recycled or expired)",
+    "Prefect's database (flow-run states and logs; scopes are named there by hash)",
+    "log files outside the database (the API's access log records paths, never query strings)",
+)
 
 # The embedded texts of every row of the subject (earlier item versions and report revisions included): their
 # cache rows go, unless another scope's row (or an asset chunk) has the same text.
@@ -136,7 +150,7 @@ def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.
     result = ForgetResult(
         namespace=namespace, subject_hash=subject_hash(namespace, subject_id), counts=counts
     )
-    report = {"total": {"removed": result.total}, "by_table": counts}
+    report = {"total": {"removed": result.total}, "by_table": counts, "not_reached": list(NOT_REACHED)}
     result.report_id = write_deletion_report(
         conn, run_id, "forget", report, namespace=namespace, subject_id=subject_id
     )

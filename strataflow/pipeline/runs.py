@@ -14,7 +14,10 @@ a stand-alone ingest (record_run). The final state follows one policy (run_statu
 
 Errors that name a scope name it by `scope_ref` (namespace and a short sha256 of namespace + subject id,
 the hash `strataflow forget` reports), never by the subject id: pipeline_runs must not keep a trace of a
-forgotten subject.
+forgotten subject. An error that ends a run is recorded by `recorded_error`: its class, and its message
+only when the project wrote it without user text (UserError, and LLMError, whose provider part
+strataflow.llm.gateway.provider_error reduces to class, HTTP status and a reference); a driver's or a
+library's message may quote a row or a request, so it is not kept (a database error keeps its SQLSTATE).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import uuid
@@ -33,7 +37,9 @@ from pydantic import BaseModel
 from sqlalchemy import Engine, text
 
 from models.results import LLMStageResult
+from strataflow.errors import UserError
 from strataflow.hashes import subject_hash
+from strataflow.llm.gateway import LLMError
 
 R = TypeVar("R")
 
@@ -228,8 +234,32 @@ def finish_run(
         )
 
 
+def recorded_error(exc: BaseException) -> str:
+    """What pipeline_runs keeps of the exception that ended a run (module docstring): the class, the message
+    of the project's own errors, a database error's SQLSTATE; never another message, which may quote user
+    text."""
+    name = type(exc).__name__
+    if isinstance(exc, (UserError, LLMError)):
+        return f"{name}: {exc}"
+    state = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    if isinstance(state, str):
+        return f"{name} (SQLSTATE {state}; the message is not recorded, it may quote a row)"
+    return f"{name} (the message is not recorded, it may quote user text; see the process's own output)"
+
+
+# A Prefect failure message, "Flow run encountered an exception: Class: text": the class and the text.
+PREFECT_FAILURE = re.compile(
+    r"^(?P<head>.*?exception: )(?P<name>[A-Za-z_][\w.]*)(?::\s*(?P<text>.*))?$", re.S
+)
+OWN_ERRORS = frozenset({"LLMError", "BudgetExhausted", "NamespaceBudgetExhausted", "UserError"})
+
+
 def fail_flow_run(engine: Engine, prefect_flow_run_id: str | uuid.UUID, error: str) -> None:
-    """Close the still-running row of a Prefect flow run as failed (the flows' failure and crash hook)."""
+    """Close the still-running row of a Prefect flow run as failed (the flows' failure and crash hook); of
+    the state's message only the exception class is kept unless it is one of the project's own errors."""
+    found = PREFECT_FAILURE.match(error)
+    if found is not None and found.group("name").rsplit(".", 1)[-1] not in OWN_ERRORS:
+        error = f"{found.group('head')}{found.group('name')} (message not recorded, it may quote user text)"
     with engine.begin() as conn:
         conn.execute(FAIL_FLOW_RUN, {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS]})
 
@@ -247,7 +277,7 @@ def record_run(
     try:
         result = work(run_id)
     except BaseException as exc:
-        finish_run(engine, run_id, FAILED, error=f"{exc.__class__.__name__}: {exc}")
+        finish_run(engine, run_id, FAILED, error=recorded_error(exc))
         raise
     errors = "; ".join(stage_errors([result])) or None
     finish_run(engine, run_id, run_status([result]), run_counts(result), errors)

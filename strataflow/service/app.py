@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -168,14 +169,23 @@ class HeavyTurns:
             await response(scope, receive, send)
 
 
+# Path segments that name a subject (a profile's subject, a mem0 entity): logged as "…", so no log file keeps
+# a subject id that `strataflow forget` could not reach.
+SUBJECT_SEGMENT = re.compile(r"^(/v1/profiles/|/mem0/v2/entities/[^/?]+/)[^/?]+")
+
+
 class RedactQuery(logging.Filter):
     """The access log shows a request's path without its query string (a query holds user text: the
-    context query, subjects); the log keeps every request, never what it asked."""
+    context query, subjects) and without a subject named in the path (SUBJECT_SEGMENT); the log keeps every
+    request, never what it asked or whom it was about."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and "?" in args[2]:
-            record.args = (*args[:2], args[2].split("?", 1)[0] + "?…", *args[3:])
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            path = SUBJECT_SEGMENT.sub(r"\1…", args[2])
+            if "?" in path:
+                path = path.split("?", 1)[0] + "?…"
+            record.args = (*args[:2], path, *args[3:])
         return True
 
 

@@ -1,7 +1,7 @@
 """strataflow export / import between namespaces of the real database: every layer, ids renumbered, lineage
 kept, the same context, a second import writing nothing, bad lines quarantined with their line numbers, and
 the subject filter. One namespace `src` is built once for the module by the real stages (ingest, extract,
-embed, hot memory, rollup, reflect, expire, the entry API, profile edits, asset ingest)."""
+embed, rollup, reflect, expire, the entry API, profile edits, asset ingest)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,11 @@ OLD = ["I used to live in Braga years ago.", "Back then I studied economics at t
 COUNTED = {
     "conversation_messages": "select count(*) from conversation_messages where namespace = :ns",
     "expired_keys": "select count(*) from message_keys where namespace = :ns and expired_at is not null",
-    "memory_items": "select count(*) from memory_items where namespace = :ns",
+    "memory_items": "select count(*) from memory_items where namespace = :ns and kind <> 'hot_summary'",
     "entries": "select count(*) from memory_items where namespace = :ns and entry_type is not null",
-    "memory_item_versions": "select count(*) from memory_item_versions where namespace = :ns",
+    "memory_item_versions": (
+        "select count(*) from memory_item_versions where namespace = :ns and kind <> 'hot_summary'"
+    ),
     "insights": "select count(*) from insights where namespace = :ns",
     "weekly_reports": "select count(*) from weekly_reports where namespace = :ns",
     "profile_documents": "select count(*) from profile_documents where namespace = :ns",
@@ -53,8 +55,10 @@ COUNTED = {
     "asset_documents": "select count(*) from asset_documents where namespace = :ns",
     "asset_chunks": "select count(*) from asset_chunks where namespace = :ns",
     "embedded_messages": "select count(embedding) from conversation_messages where namespace = :ns",
-    "embedded_items": "select count(embedding) from memory_items where namespace = :ns",
-    "watermarks": "select count(*) from watermarks where namespace = :ns and stage <> 'ingest'",
+    "embedded_items": (
+        "select count(embedding) from memory_items where namespace = :ns and kind <> 'hot_summary'"
+    ),
+    "watermarks": "select count(*) from watermarks where namespace = :ns and stage = 'extract'",
 }  # fmt: skip
 
 
@@ -86,7 +90,6 @@ def src(settings: Settings, engine: Engine, tmp_path_factory: pytest.TempPathFac
     from strataflow.pipeline.embed import embed_pending
     from strataflow.pipeline.expire import expire_l1
     from strataflow.pipeline.extract import extract_new
-    from strataflow.pipeline.hot_memory import refresh_hot_memory
     from strataflow.pipeline.ingest import ingest_logs
     from strataflow.pipeline.reflect import reflect_pending
     from strataflow.pipeline.rollup import rollup_weeks
@@ -107,7 +110,6 @@ def src(settings: Settings, engine: Engine, tmp_path_factory: pytest.TempPathFac
     embed_pending(settings, progress=False, namespace=ns)
     ingest_logs(settings, [_write_log(folder / "w2.jsonl", _week(1, now))], namespace=ns, progress=False)
     extract_new(settings, namespace=ns, progress=False)  # changes facts of week 1: L2 history
-    refresh_hot_memory(settings, namespace=ns)
     rollup_weeks(settings, namespace=ns)
     reflect_pending(settings, namespace=ns)
     expire_l1(settings, namespace=ns)  # the 60-day-old week: rolled up, so its L1 rows go, their keys stay

@@ -104,12 +104,13 @@ def test_a_mem0_platform_export_becomes_entries(settings: Settings, engine: Engi
         {"id": "p-2", "memory": "Prefers morning meetings", "user_id": "arjun", "agent_id": "planner"},
         {"id": "p-3", "memory": "", "user_id": "carl"},
         {"id": "p-4", "memory": "Only an agent's memory", "agent_id": "planner"},
+        {"id": "p-5", "memory": "Pinned ahead", "user_id": "eve", "updated_at": "2036-01-01T00:00:00+00:00"},
     ]  # fmt: skip
     path = tmp_path / "mem0-export.json"
-    path.write_text(json.dumps({"results": memories, "count": 4, "next": None}))
+    path.write_text(json.dumps({"results": memories, "count": 5, "next": None}))
     ns = f"m0_{uuid.uuid4().hex[:8]}"
     result = import_mem0(settings, path, ns, progress=False)
-    assert (result.kind, result.read, result.new, result.quarantined) == ("platform export", 4, 2, 2)
+    assert (result.kind, result.read, result.new, result.quarantined) == ("platform export", 5, 2, 3)
     entries = {e.subject_id: e for e in _entries(engine, ns)}
     assert set(entries) == {"dev", "arjun"} and entries["arjun"].agent_id == "planner"
     origin = entries["dev"].metadata["imported_from"]
@@ -123,12 +124,12 @@ def test_a_mem0_platform_export_becomes_entries(settings: Settings, engine: Engi
             {"ns": ns},
         ).all()
     found = [(q.position, q.field, q.subject_id) for q in quarantined]
-    assert found == [("3", "memory", "carl"), ("4", "user_id", None)]
+    assert found == [("3", "memory", "carl"), ("4", "user_id", None), ("5", "updated_at", "eve")]
     assert quarantined[1].error.startswith("mem0:mem0-export.json memory 4 (id p-4): field 'user_id'")
 
     memories[0]["memory"] = "Works at TechCorp as a staff engineer"
     memories[0]["updated_at"] = "2025-08-01T09:00:00+00:00"
-    path.write_text(json.dumps(memories))  # a plain list is an export too
+    path.write_text(json.dumps(memories[:4]))  # a plain list is an export too
     again = import_mem0(settings, path, ns, progress=False)
     assert (again.new, again.updated, again.unchanged) == (0, 1, 1)
     with engine.connect() as conn:

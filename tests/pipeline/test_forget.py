@@ -12,7 +12,7 @@ from sqlalchemy import text
 from strataflow.hashes import content_hash
 from strataflow.memory.store import upsert_item
 from strataflow.pipeline.expire import expire_l1
-from strataflow.pipeline.forget import forget_subject
+from strataflow.pipeline.forget import NOT_REACHED, forget_subject
 from strataflow.pipeline.reflect import reflect_pending
 from strataflow.pipeline.rollup import rollup_weeks
 
@@ -147,6 +147,10 @@ def test_forget_leaves_no_row_of_the_subject_in_any_table(
         ).one()
     digest = hashlib.sha256(f"{namespace}\x00gone".encode()).hexdigest()
     assert (saved.kind, saved.subject_id) == ("forget", f"sha256:{digest}")
-    assert saved.counts == {"total": {"removed": result.total}, "by_table": result.counts}
+    assert saved.counts == {
+        "total": {"removed": result.total},
+        "by_table": result.counts,
+        "not_reached": list(NOT_REACHED),  # the PostgreSQL log, the WAL, ...: said, not silently skipped
+    }
     assert result.total == sum(result.counts.values()) - result.counts["llm_calls_unlinked"]
     assert "gone" not in json.dumps(saved.counts)

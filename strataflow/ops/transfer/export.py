@@ -2,7 +2,8 @@
 
 The whole export reads one snapshot (a repeatable-read, read-only transaction), so the header's counts are
 the lines that follow. Per subject, in the order an import needs them: the keys of expired messages, the
-subject's watermarks, its L1 messages (ingest order), L2 items with their versions (item order), insights,
+subject's extract watermark, its L1 messages (ingest order), L2 items with their versions (item order; the
+internal hot summary stays out: the target's hot-memory stage rebuilds it), insights,
 weekly reports with their earlier revisions, and both profile documents; then, for a whole namespace, its
 data assets with their chunks. Embeddings go along as stored (null stays null), so the target ranks exactly
 as the source did without encoding anything.
@@ -26,11 +27,12 @@ from strataflow.pipeline.progress import progress_bar
 from strataflow.pipeline.scopes import EARLIEST, week_inputs
 
 SCOPE = "namespace = :namespace and (cast(:subject_id as text) is null or subject_id = :subject_id)"
+PUBLIC = "kind <> 'hot_summary'"  # models.transfer.INTERNAL_KINDS: not exported, refused by an import
 COUNTS = {
     "message_keys": f"select count(*) from message_keys where {SCOPE} and expired_at is not null",
     "messages": f"select count(*) from conversation_messages where {SCOPE}",
-    "items": f"select count(*) from memory_items where {SCOPE}",
-    "item_versions": f"select count(*) from memory_item_versions where {SCOPE}",
+    "items": f"select count(*) from memory_items where {SCOPE} and {PUBLIC}",
+    "item_versions": f"select count(*) from memory_item_versions where {SCOPE} and {PUBLIC}",
     "entries": f"select count(*) from memory_items where {SCOPE} and entry_type is not null",
     "insights": f"select count(*) from insights where {SCOPE}",
     "reports": f"select count(*) from weekly_reports where {SCOPE}",
@@ -81,7 +83,7 @@ SELECT_ITEMS = text(
         status, source, version, valid_from, recorded_at, updated_at, created_at, reflected_version,
         source_message_ids, metadata, run_id, prompt_version, model, name, description, entry_type, is_shared,
         confirmed_model, confirmed_prompt_version, confirmed_run_id, confirmed_at, embedding, embedding_model
-    from memory_items where {ONE} order by item_id
+    from memory_items where {ONE} and {PUBLIC} order by item_id
     """
 )
 SELECT_VERSIONS = text(

@@ -1,4 +1,6 @@
-"""Restoring one subject's lines (strataflow.ops.transfer.restore reads the file and owns the transactions).
+"""Restoring one subject's lines (strataflow.ops.transfer.restore reads the file and owns the transactions):
+its state, messages, expired keys, watermarks and the namespace's assets here; its L2 items, insights, L3
+reports and profile documents in strataflow.ops.transfer.memory_rows.
 
 Every layer is written by its one writer: L1 messages through the ingest path (prepare_chunk validates each
 canonical message as ingest does, write_chunk writes it and quarantines the bad ones), the keys of expired
@@ -9,6 +11,15 @@ strataflow.pipeline.scopes and assets by strataflow.pipeline.assets.store_asset.
 
 Ids are renumbered: `SubjectState` maps the file's message and item ids onto the new ones as they are
 written, and lineage arrays are mapped through it (an id the file does not resolve is dropped and counted).
+
+Nothing the file says about the target is trusted (issue 36): messages pass the online write window (no
+partition for a far date); `updated_at`, `created_at`, item versions, report revisions and profile versions
+are the target's (now, and numbers counted from 1 in the file's order), never the file's; a row the target
+already holds differently is a conflict (kept, reported) unless the import was asked to replace, which writes
+the file's content as the target's next version through the layer's own writer (upsert_item, delete_item,
+the report archive, the profile row); vectors of the file land only on the rows imported with them (asset
+chunks are encoded by the target: nothing from a file enters the shared embedding cache); and a watermark of
+the file is merged, never moved past a message of the target that neither the target nor the file covered.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -24,31 +36,22 @@ from models.transfer import (
     MESSAGE_FIELDS,
     AssetLine,
     ImportResult,
-    InsightLine,
-    ItemLine,
     MessageKeyLine,
     MessageLine,
-    ProfileLine,
-    ReportLine,
 )
 from strataflow.config import Settings
 from strataflow.hashes import content_hash
 from strataflow.ingest.asset_readers import ParsedAsset
 from strataflow.ingest.chunking import Chunk
 from strataflow.ingest.enrich import ChunkOptions, prepare_chunk
+from strataflow.ingest.online import write_window
 from strataflow.ingest.quarantine import quarantine_row, write_quarantine
 from strataflow.ingest.readers import ReadItem
 from strataflow.ingest.staging import restore_expired_keys, write_chunk
-from strataflow.llm.embeddings import get_embedder, store_vectors
-from strataflow.memory.profiles import restore_document
-from strataflow.memory.reports import restore_report
-from strataflow.memory.store import restore_item
 from strataflow.ops.transfer.jsonl import vector_of
 from strataflow.pipeline.assets import store_asset
 from strataflow.pipeline.embed import TARGETS, write_page
-from strataflow.pipeline.reflect import restore_insight
-from strataflow.pipeline.scopes import WEEK_HASH_SQL, advance_watermark
-from strataflow.timeutil import week_bounds
+from strataflow.pipeline.scopes import advance_watermark
 
 _KEYS = "unnest(cast(:sources as text[]), cast(:ids as text[])) as wanted (source, source_message_id)"
 SELECT_MESSAGE_IDS = text(
@@ -60,16 +63,30 @@ SELECT_MESSAGE_IDS = text(
     left join conversation_messages as m on m.message_id = k.message_id and m.event_at = k.event_at
     """
 )
-SELECT_WEEK_HASH = text(
-    f"""
-    select {WEEK_HASH_SQL} from message_keys as k
-    where k.namespace = :namespace and k.subject_id = :subject_id
-        and k.event_at >= :start and k.event_at < :end
-    """
-)
 SELECT_WATERMARK = text(
     "select position from watermarks where stage = :stage and namespace = :namespace and scope = :scope"
 )
+SELECT_KNOWN_HASHES = text(
+    f"""
+    select k.source, k.source_message_id, k.content_hash
+    from {_KEYS}
+    join message_keys as k on k.namespace = :namespace and k.source = wanted.source
+        and k.source_message_id = wanted.source_message_id
+    """
+)
+# The first message of the subject past the watermark that the file's watermark did not cover: the merged
+# watermark stops before it, so the target's own unextracted messages are still extracted.
+SELECT_FIRST_UNCOVERED = text(
+    """
+    select min(ingest_seq) from conversation_messages
+    where namespace = :namespace and subject_id = :scope and ingest_seq > :before
+        and message_id <> all(cast(:covered as bigint[]))
+    """
+)
+SELECT_ASSET_CHECKSUM = text(
+    "select checksum from asset_documents where namespace = :namespace and uri = :uri"
+)
+SHOWN_CONFLICTS = 20
 MESSAGES = next(target for target in TARGETS if target.table == "conversation_messages")
 
 
@@ -83,10 +100,13 @@ class SubjectState:
     run_id: uuid.UUID | None
     label: str  # the quarantine source of the file's bad lines, import:<file name>
     result: ImportResult
+    replace: bool = False  # a conflict takes the file's content as a new version (otherwise it is kept)
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))  # the target's time of every row
     messages: dict[int, int] = field(default_factory=dict)
     items: dict[int, int] = field(default_factory=dict)
     marks: dict[str, int] = field(default_factory=dict)  # the file's watermark positions (source ingest_seq)
     reached: dict[str, int] = field(default_factory=dict)  # the new ingest_seq they cover
+    covered: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))  # new ids they cover
 
     def ids(self, old: list[int], mapping: dict[int, int] | None = None) -> list[int]:
         """The new ids of old ones (sorted, distinct); ids the file did not resolve are dropped, counted."""
@@ -105,6 +125,15 @@ class SubjectState:
     def count(self, layer: str, action: str) -> None:
         counts = self.result.layer(layer)
         setattr(counts, action, getattr(counts, action) + 1)
+
+    def conflict(self, layer: str, what: str, why: str = "the target holds it differently") -> None:
+        """A row the target holds differently: kept as it is, counted and reported."""
+        self.count(layer, "kept")
+        if len(self.result.conflicts) < SHOWN_CONFLICTS:
+            hint = "" if self.replace else "; --replace writes the file's as a new version"
+            self.result.conflicts.append(
+                f"{self.label} subject {self.subject_id!r} {what}: {why}, kept{hint}"
+            )
 
 
 def restore_keys(conn: Connection, state: SubjectState, lines: list[MessageKeyLine]) -> None:
@@ -137,7 +166,10 @@ def restore_messages(
         max_content_chars=settings.max_content_chars,
         retention_days=settings.retention_days,
         namespace=state.namespace,
+        event_window=write_window(settings, state.now),
+        safe_subjects=True,
     )
+    lines = _without_conflicts(conn, state, lines)
     records: list[ReadItem] = [
         (number, raw, {k: value[k] for k in MESSAGE_FIELDS if k in value}) for number, raw, value, _ in lines
     ]
@@ -164,6 +196,7 @@ def restore_messages(
         for stage, position in state.marks.items():
             if line.ingest_seq <= position and seq is not None:
                 state.reached[stage] = max(state.reached.get(stage, 0), seq)
+                state.covered[stage].add(message_id)
         vector, model = state.vector(line)
         if bare and vector is not None and model is not None:
             row = {
@@ -178,6 +211,35 @@ def restore_messages(
     return chunk.quarantined
 
 
+def _without_conflicts(
+    conn: Connection, state: SubjectState, lines: list[tuple[int, bytes, dict[str, Any], MessageLine]]
+) -> list[tuple[int, bytes, dict[str, Any], MessageLine]]:
+    """The lines whose message the target lacks or holds with the same content (or every line, with replace):
+    a message the target holds with other content is a conflict, never rewritten silently."""
+    if state.replace:
+        return lines
+    keys = [
+        (str(value.get("source") or state.label), str(value.get("source_message_id")))
+        for _, _, value, _ in lines
+    ]
+    params = {"namespace": state.namespace, "sources": [k[0] for k in keys], "ids": [k[1] for k in keys]}
+    known = {
+        (row.source, row.source_message_id): row.content_hash
+        for row in conn.execute(SELECT_KNOWN_HASHES, params)
+    }
+    kept = []
+    for key, entry in zip(keys, lines, strict=True):
+        content = entry[2].get("content")
+        have = known.get(key)
+        if have is not None and isinstance(content, str) and have != content_hash(content):
+            state.conflict(
+                "messages", f"message {key[1]!r} of source {key[0]!r}", "the target holds other text"
+            )
+        else:
+            kept.append(entry)
+    return kept
+
+
 def coverage(state: SubjectState, line: MessageLine) -> tuple[bool, ...]:
     """Which of the subject's watermarks cover a message: a batch of messages shares one answer, so the new
     ingest order keeps every covered message before every uncovered one."""
@@ -185,11 +247,17 @@ def coverage(state: SubjectState, line: MessageLine) -> tuple[bool, ...]:
 
 
 def restore_watermarks(conn: Connection, state: SubjectState) -> None:
-    """Each stage's watermark at the newest new message its file watermark covered (never moved back)."""
-    for stage, position in state.reached.items():
+    """Each stage's watermark merged: at the newest new message its file watermark covered, but never past a
+    message of the subject that neither the target's watermark nor the file's covered (the target's own
+    unextracted messages stay pending), and never moved back."""
+    for stage, reached in state.reached.items():
         params = {"stage": stage, "namespace": state.namespace, "scope": state.subject_id}
         before = conn.execute(SELECT_WATERMARK, params).scalar()
-        if before is not None and before >= position:
+        gap = conn.execute(
+            SELECT_FIRST_UNCOVERED, {**params, "before": before or 0, "covered": sorted(state.covered[stage])}
+        ).scalar()
+        position = reached if gap is None else min(reached, gap - 1)
+        if position <= (before or 0):
             state.count("watermarks", "unchanged")
             continue
         advance_watermark(
@@ -198,78 +266,14 @@ def restore_watermarks(conn: Connection, state: SubjectState) -> None:
         state.count("watermarks", "new" if before is None else "updated")
 
 
-def restore_item_line(conn: Connection, state: SubjectState, line: ItemLine) -> None:
-    item = line.model_dump(exclude={"type", "item_id", "versions", "embedding"})
-    item["source_message_ids"] = state.ids(line.source_message_ids)
-    item["kind"] = line.kind.value
-    item["embedding"], item["embedding_model"] = state.vector(line)
-    versions = [
-        {
-            **version.model_dump(),
-            "kind": version.kind.value,
-            "source_message_ids": state.ids(version.source_message_ids),
-        }
-        for version in line.versions
-    ]
-    action, item_id, added = restore_item(conn, state.namespace, item, versions)
-    if item_id is not None:
-        state.items[line.item_id] = item_id
-    state.count("items", action)
-    history = state.result.layer("item_versions")
-    history.read += len(line.versions)
-    history.new += added
-    history.unchanged += len(line.versions) - added
-
-
-def restore_insight_line(conn: Connection, state: SubjectState, line: InsightLine) -> None:
-    row = line.model_dump(exclude={"type", "insight_id", "embedding"})
-    row["evidence_item_ids"] = state.ids(line.evidence_item_ids, state.items)
-    row["evidence_message_ids"] = state.ids(line.evidence_message_ids)
-    row["embedding"], row["embedding_model"] = state.vector(line)
-    row["namespace"] = state.namespace
-    state.count("insights", "new" if restore_insight(conn, row) else "unchanged")
-
-
-def restore_report_line(conn: Connection, state: SubjectState, line: ReportLine) -> None:
-    report = line.model_dump(exclude={"type", "report_id", "current", "revisions", "embedding"})
-    report["source_message_ids"] = state.ids(line.source_message_ids)
-    report["key_events"] = [_mapped_event(state, event) for event in line.key_events]
-    report["embedding"], report["embedding_model"] = state.vector(line)
-    if line.current:  # the target's hash of the same week: a rollup there finds the report current
-        start, end = week_bounds(line.week_start, state.settings.tz)
-        params = {"namespace": state.namespace, "subject_id": line.subject_id, "start": start, "end": end}
-        report["input_hash"] = conn.execute(SELECT_WEEK_HASH, params).scalar() or line.input_hash
-    revisions = [
-        {
-            **revision.model_dump(),
-            "source_message_ids": state.ids(revision.source_message_ids),
-            "key_events": [_mapped_event(state, e) for e in revision.key_events]
-            if isinstance(revision.key_events, list)
-            else revision.key_events,
-        }
-        for revision in line.revisions
-    ]
-    state.count("reports", restore_report(conn, state.namespace, report, revisions))
-    state.result.layer("report_revisions").read += len(line.revisions)
-
-
-def restore_profile_line(conn: Connection, state: SubjectState, line: ProfileLine) -> None:
-    stored = line.model_dump(exclude={"type", "subject_id", "doc_type"})
-    action = restore_document(conn, state.namespace, line.subject_id, line.doc_type, stored)
-    state.count("profiles", action)
-
-
 def restore_asset_line(conn: Connection, state: SubjectState, line: AssetLine) -> None:
-    """An asset of the namespace by its one writer; the exported chunk vectors of the target's model fill
-    the embedding cache first, so nothing is encoded again."""
-    model = get_embedder(state.settings).model_name
-    known = {}
-    for chunk in line.chunks:
-        if chunk.embedding is not None and chunk.embedding.model == model:
-            vector, _ = state.vector(chunk)
-            if vector is not None:
-                known[content_hash(chunk.content)] = vector
-    store_vectors(conn, model, known)
+    """An asset of the namespace by its one writer, which encodes its chunks itself: a file's vectors never
+    enter the embedding cache that every namespace reads (a crafted one would be another tenant's vector of
+    the same text). An asset the target holds with another checksum is a conflict unless replace."""
+    have = conn.execute(SELECT_ASSET_CHECKSUM, {"namespace": state.namespace, "uri": line.uri}).scalar()
+    if have is not None and have != line.checksum and not state.replace:
+        state.conflict("assets", f"asset {line.uri!r}", "the target holds another version")
+        return
     asset = ParsedAsset(
         uri=line.uri,
         kind=line.kind,
@@ -329,10 +333,3 @@ def _message_ids(
         (row.source, row.source_message_id): (row.message_id, row.event_at, row.ingest_seq, bool(row.bare))
         for row in conn.execute(SELECT_MESSAGE_IDS, params)
     }
-
-
-def _mapped_event(state: SubjectState, event: Any) -> Any:
-    if isinstance(event, dict) and isinstance(event.get("message_ids"), list):
-        old = [i for i in event["message_ids"] if isinstance(i, int)]
-        return {**event, "message_ids": state.ids(old)}
-    return event

@@ -13,8 +13,8 @@ the text as content, event time = mem0's updated_at (or created_at), metadata = 
 `imported_from` {system: mem0, kind, file, id, hash, run_id, app_id, actor_id, role, categories,
 expiration_date, created_at, updated_at} (the ones mem0 has). One transaction per subject. Importing again
 changes nothing; a memory whose text changed in mem0 since becomes a new version of its entry. A memory
-that cannot be an entry (no user_id, empty text) goes to quarantine (source mem0:<file name>, position =
-its index in the file or store, from 1).
+that cannot be an entry (no user_id, empty text, a created_at or updated_at in the future) goes to
+quarantine (source mem0:<file name>, position = its index in the file or store, from 1).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def import_mem0(
     kind, records = read_mem0(path)
     label = f"mem0:{path.name}"
     result = Mem0ImportResult(kind=kind, label=label, read=len(records))
+    latest = datetime.now(UTC) + timedelta(days=settings.api_write_future_days)
     by_subject: dict[str, list[tuple[int, dict[str, Any], Mem0Memory]]] = defaultdict(list)
     problems: list[dict[str, Any]] = []
     for position, record in enumerate(records, start=1):
@@ -79,7 +81,9 @@ def import_mem0(
         for memories in by_subject.values():
             with conn.begin():
                 for position, record, memory in memories:
-                    refused = _write(conn, namespace, memory, kind, path.name, result)
+                    refused = _future(memory, latest) or _write(
+                        conn, namespace, memory, kind, path.name, result
+                    )
                     if refused is not None:
                         problems.append(_problem(label, namespace, position, record, *refused))
                     advance(1)
@@ -148,6 +152,16 @@ def _store_memories(path: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
         memory["metadata"] = extra or None
         memories.append(memory)
     return memories
+
+
+def _future(memory: Mem0Memory, latest: datetime) -> tuple[str | None, str, str] | None:
+    """(field, reason, error) when a memory dates itself in the future: an import trusts no such time."""
+    for name in ("created_at", "updated_at"):
+        moment = getattr(memory, name)
+        if moment is not None and moment > latest:
+            when = latest.isoformat(timespec="seconds")
+            return name, "in_future", f"field {name!r}: lies in the future (after {when}); not imported"
+    return None
 
 
 def _write(

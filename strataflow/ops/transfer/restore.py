@@ -1,17 +1,24 @@
-"""`strataflow import FILE`: an export file into a namespace, one transaction per subject, idempotently.
+"""`strataflow import FILE --namespace NS`: an export file into a namespace, one transaction per subject,
+idempotently, trusting nothing in the file.
 
+The target namespace is the caller's, always given (`--namespace`): the header's namespace is only reported.
 Line 1 must be an export header of a format version this strataflow reads (otherwise nothing is imported).
-Every other line is validated as it is read (models/transfer.py; a message's canonical fields by the
-ingest path, as `ingest logs` validates them): a bad line goes to quarantine (source `import:<file name>`,
+Every other line is validated as it is read, as an online write of its kind would be (models/transfer.py; a
+message's canonical fields by the ingest path with the online write window, so no partition is made for a
+far date; subject and agent ids by the online id rule; internal kinds such as hot_summary refused; no time
+in the future, models.transfer.future_field): a bad line goes to quarantine (source `import:<file name>`,
 position = its line number, the field and the error naming both) and the rest imports. Lines are taken in
 file order, grouped by subject as the export writes them; each subject's group is written and committed in
-one transaction, the namespace's assets in one more. What the target already holds as exported is left
-alone (a second import writes no row); see strataflow.ops.transfer.layers for the writers and the id map.
+one transaction, the namespace's assets in one more. An import never overwrites: a row the target already
+holds as the file has it is left alone (a second import writes no row), one the target holds differently
+is a conflict, kept and reported, unless `replace` (`--replace`) writes the file's content as a new
+version; see strataflow.ops.transfer.layers for the writers, the id map and the watermark merge.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +44,12 @@ from models.transfer import (
     ProfileLine,
     ReportLine,
     WatermarkLine,
+    future_field,
 )
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.errors import UserError
-from strataflow.ops.transfer import layers
+from strataflow.ops.transfer import layers, memory_rows
 from strataflow.ops.transfer.jsonl import numbered_lines
 from strataflow.pipeline.progress import progress_bar
 
@@ -80,16 +88,17 @@ class Group:
             return
         self.flush()
         if isinstance(line, WatermarkLine):
-            state.marks[line.stage] = line.position
+            if line.stage == "extract":  # a hot_summary mark (older files) would stop the target's refresh
+                state.marks[line.stage] = line.position
             state.result.layer("watermarks").read += 1
         elif isinstance(line, ItemLine):
-            layers.restore_item_line(conn, state, line)
+            memory_rows.restore_item_line(conn, state, line)
         elif isinstance(line, InsightLine):
-            layers.restore_insight_line(conn, state, line)
+            memory_rows.restore_insight_line(conn, state, line)
         elif isinstance(line, ReportLine):
-            layers.restore_report_line(conn, state, line)
+            memory_rows.restore_report_line(conn, state, line)
         elif isinstance(line, ProfileLine):
-            layers.restore_profile_line(conn, state, line)
+            memory_rows.restore_profile_line(conn, state, line)
         elif isinstance(line, AssetLine):
             layers.restore_asset_line(conn, state, line)
         if not isinstance(line, WatermarkLine):
@@ -135,17 +144,22 @@ LAYER_OF_TYPE = {
 def import_file(
     settings: Settings,
     path: Path,
-    namespace: str | None,
+    namespace: str,
     run_id: uuid.UUID | None = None,
     progress: bool = True,
+    replace: bool = False,
 ) -> ImportResult:
-    """Import an export file into namespace (default: the namespace it was exported from)."""
+    """Import an export file into namespace (the caller's choice, never the file's). replace: a row the
+    target holds differently gets the file's content as a new version (otherwise: a conflict, kept)."""
+    if not namespace:
+        raise TransferError(
+            f"{path}: give the namespace to import into (--namespace NS); the file's header never chooses it"
+        )
     lines = numbered_lines(path)
     header = read_header(path, next(lines, None))
-    target = namespace or str(header.source.get("namespace") or "")
-    if not target:
-        raise TransferError(f"{path}: the header names no namespace; give --namespace")
+    target = namespace
     result = ImportResult(namespace=target, source=header.source, lines=1)
+    latest = datetime.now(UTC) + timedelta(days=settings.api_write_future_days)
     label = f"import:{path.name}"
     total = sum(header.counts.get(name, 0) for name in LINE_LAYERS)
     group: Group | None = None
@@ -156,7 +170,7 @@ def import_file(
             for number, raw in lines:
                 result.lines += 1
                 advance(1)
-                value, line, problem = parse_line(number, raw, label, target)
+                value, line, problem = parse_line(number, raw, label, target, latest)
                 if problem is not None:
                     problems.append(problem)
                     _note(result, problem, value)
@@ -167,7 +181,7 @@ def import_file(
                     if group is not None:
                         group.close(problems)
                         problems = []
-                    state = layers.SubjectState(settings, target, subject, run_id, label, result)
+                    state = layers.SubjectState(settings, target, subject, run_id, label, result, replace)
                     group = Group(conn, state)
                     result.subjects += subject is not None
                 group.add(number, raw, value, line)
@@ -179,8 +193,9 @@ def import_file(
         except DBAPIError as exc:
             where = f"subject {group.state.subject_id!r}" if group and group.state.subject_id else "assets"
             raise TransferError(
-                f"{path} line {number} ({where}): the database refused a write: {exc.orig}; the subjects "
-                "before it are imported, and importing the file again completes the rest"
+                f"{path} line {number} ({where}): the database refused a write (SQLSTATE "
+                f"{getattr(exc.orig, 'sqlstate', None)}); the subjects before it are imported, and importing "
+                "the file again completes the rest"
             ) from None
     return result
 
@@ -208,9 +223,10 @@ def read_header(path: Path, first: tuple[int, bytes] | None) -> Header:
 
 
 def parse_line(
-    number: int, raw: bytes, label: str, namespace: str
+    number: int, raw: bytes, label: str, namespace: str, latest: datetime
 ) -> tuple[dict[str, Any] | None, Line | None, dict[str, Any] | None]:
-    """(value, validated line, None), or (value or None, None, quarantine row) for a bad line."""
+    """(value, validated line, None), or (value or None, None, quarantine row) for a bad line (one that its
+    model refuses, or that dates anything after `latest`)."""
     value: Any = None
 
     def bad(field: str | None, reason: str, error: str) -> tuple[Any, None, dict[str, Any]]:
@@ -227,10 +243,15 @@ def parse_line(
         known = ", ".join(LINE_MODELS)
         return bad("type", "unknown_type", f"field 'type': {value.get('type')!r} is not one of {known}")
     try:
-        return value, model.model_validate(value), None
+        line = model.model_validate(value)
     except ValidationError as exc:
         found = describe_errors(exc)
         return bad(found.field, found.reason, found.error)
+    future = future_field(line, latest)
+    if future is not None:
+        when = latest.isoformat(timespec="seconds")
+        return bad(future, "in_future", f"field {future!r}: lies in the future (after {when}); not imported")
+    return value, line, None
 
 
 def _problem(
