@@ -30,8 +30,10 @@ def logical_date(settings: Settings, run_date: date | None) -> date:
 
 
 def mark_run_failed(flow: Any, flow_run: Any, state: Any) -> None:
-    """Flow hook (failure or crash): close the run's pipeline_runs row as failed with the state's message."""
-    runs.fail_flow_run(engine_for(load_settings()), flow_run.id, state.message or state.name)
+    """Flow hook (failure or crash): close the run's pipeline_runs row as failed (crashed, when Prefect says
+    the run crashed) with the state's message."""
+    status = runs.CRASHED if state.is_crashed() else runs.FAILED
+    runs.fail_flow_run(engine_for(load_settings()), flow_run.id, state.message or state.name, status)
 
 
 @task(name="begin-run", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)

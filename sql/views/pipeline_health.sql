@@ -27,6 +27,7 @@ run_daily as (
         count(*) filter (where r.status = 'budget_stopped') as count_budget_stopped,
         count(*) filter (where r.status = 'running') as count_running,
         count(*) filter (where r.status = 'completed_with_errors') as count_completed_with_errors,
+        count(*) filter (where r.status = 'crashed') as count_crashed,
         max(r.started_at) as last_started_at,
         round(avg(extract(epoch from r.finished_at - r.started_at))::numeric, 3) as avg_duration_s,
         (array_agg(r.error order by r.started_at desc) filter (where r.error is not null))[1] as last_error
@@ -76,7 +77,8 @@ final as (
         rd.last_error,
         coalesce(qd.count_quarantined, 0) as count_quarantined,
         coalesce(qd.quarantine_by_reason, '{}'::jsonb) as quarantine_by_reason,
-        coalesce(rd.count_completed_with_errors, 0) as count_completed_with_errors
+        coalesce(rd.count_completed_with_errors, 0) as count_completed_with_errors,
+        coalesce(rd.count_crashed, 0) as count_crashed
     from run_daily as rd
     full join quarantine_daily as qd
         on qd.namespace = rd.namespace and qd.day = rd.day and qd.flow = rd.flow
@@ -92,10 +94,11 @@ comment on column pipeline_health.count_runs is 'Runs started that day.';
 comment on column pipeline_health.count_completed is 'Runs that completed with no failed unit (quarantined rows are not failures).';
 comment on column pipeline_health.count_failed is 'Runs that failed.';
 comment on column pipeline_health.count_budget_stopped is 'Runs that stopped cleanly at the LLM budget (the next run resumes).';
-comment on column pipeline_health.count_running is 'Runs still running (or killed without finishing).';
+comment on column pipeline_health.count_running is 'Runs still running (a run whose process died is counted as crashed once the next run of its flow finds it).';
 comment on column pipeline_health.last_started_at is 'Start time of the latest run that day.';
 comment on column pipeline_health.avg_duration_s is 'Mean duration in seconds of the finished runs.';
 comment on column pipeline_health.last_error is 'Error text of the latest run that recorded one.';
 comment on column pipeline_health.count_quarantined is 'Records sent to quarantine.';
 comment on column pipeline_health.quarantine_by_reason is 'Quarantined records per reason as JSON, e.g. {"missing_field": 3, "bad_timestamp": 1}.';
+comment on column pipeline_health.count_crashed is 'Runs whose process died before closing them (marked crashed by the next run of the flow).';
 comment on column pipeline_health.count_completed_with_errors is 'Runs that completed while some LLM units (scopes, scope-weeks) failed; their errors name the scopes by hash.';

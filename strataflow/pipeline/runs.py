@@ -78,7 +78,7 @@ FINISH_RUN = text(
 FAIL_FLOW_RUN = text(
     """
     update pipeline_runs
-    set status = 'failed', error = :error, finished_at = now()
+    set status = :status, error = :error, finished_at = now()
     where prefect_flow_run_id = :flow_run_id and status = 'running'
     """
 )
@@ -228,10 +228,14 @@ def finish_run(
         )
 
 
-def fail_flow_run(engine: Engine, prefect_flow_run_id: str | uuid.UUID, error: str) -> None:
-    """Close the still-running row of a Prefect flow run as failed (the flows' failure and crash hook)."""
+def fail_flow_run(
+    engine: Engine, prefect_flow_run_id: str | uuid.UUID, error: str, status: str = FAILED
+) -> None:
+    """Close the still-running row of a Prefect flow run as failed or crashed (the flows' failure and crash
+    hook)."""
+    params = {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS], "status": status}
     with engine.begin() as conn:
-        conn.execute(FAIL_FLOW_RUN, {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS]})
+        conn.execute(FAIL_FLOW_RUN, params)
 
 
 def record_run(
