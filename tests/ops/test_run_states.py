@@ -14,7 +14,8 @@ from strataflow.ops.dbt_sources import ANALYTICS_DIR
 SELECT_CHECKS = text(
     """
     select pg_get_constraintdef(c.oid) from pg_constraint as c
-    where c.contype = 'c' and c.conrelid = cast(:table as regclass) and pg_get_constraintdef(c.oid) like '%status%'
+    where c.contype = 'c' and c.conrelid = cast(:table as regclass)
+        and pg_get_constraintdef(c.oid) like '%status%'
     """
 )
 
@@ -39,9 +40,6 @@ def test_dbt_accepts_the_run_states() -> None:
 
 def test_pipeline_health_counts_every_final_state(engine: Engine) -> None:
     with engine.connect() as conn:
-        columns = set(
-            conn.execute(
-                text("select column_name from information_schema.columns where table_name = 'pipeline_health'")
-            ).scalars()
-        )
+        query = "select column_name from information_schema.columns where table_name = 'pipeline_health'"
+        columns = set(conn.execute(text(query)).scalars())
     assert {f"count_{state}" for state in RUN_STATES} <= columns
