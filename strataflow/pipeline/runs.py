@@ -80,8 +80,11 @@ FAIL_FLOW_RUN = text(
     update pipeline_runs
     set status = :status, error = :error, finished_at = now()
     where prefect_flow_run_id = :flow_run_id and status = 'running'
+    returning run_id
     """
 )
+# A run over every namespace: one pipeline_run_namespaces row per namespace it worked in (sql/330).
+ATTRIBUTE_RUN = text("select strataflow_attribute_run(:run_id, cast(:given as jsonb))")
 
 
 class StageFailed(RuntimeError):
@@ -114,6 +117,20 @@ def raise_if_all_failed(result: LLMStageResult, stage: str) -> None:
         raise StageFailed(
             f"{stage}: all {result.units_failed} unit(s) failed: " + "; ".join(result.errors)[:ERROR_CHARS]
         )
+
+
+def namespace_counts(results: Iterable[Any]) -> dict[str, dict[str, float]]:
+    """What the results counted per namespace (their `by_namespace` fields), summed over the results."""
+    merged: dict[str, dict[str, float]] = {}
+    for result in results:
+        for namespace, counts in (_fields(result).get("by_namespace") or {}).items():
+            if not isinstance(counts, Mapping):
+                continue
+            into = merged.setdefault(str(namespace), {})
+            for key, value in counts.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    into[key] = into.get(key, 0) + value
+    return merged
 
 
 def _fields(result: Any) -> Mapping[str, Any]:
@@ -175,6 +192,8 @@ def mark_crashed(engine: Engine, flow: str) -> list[uuid.UUID]:
         dead = [row.run_id for row in rows if not process_alive(row.pid, row.process_started_at)]
         if dead:
             conn.execute(MARK_CRASHED, {"run_ids": dead})
+            for run_id in dead:  # what a crashed run over every namespace did, as far as it left traces
+                conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": "{}"})
     return dead
 
 
@@ -214,8 +233,10 @@ def finish_run(
     status: str,
     counts: dict[str, Any] | None = None,
     error: str | None = None,
+    by_namespace: dict[str, dict[str, float]] | None = None,
 ) -> None:
-    """Close a run with one of the final states (module docstring) and its counts."""
+    """Close a run with one of the final states (module docstring) and its counts; a run over every
+    namespace is attributed to each namespace it worked in (by_namespace: what its results counted there)."""
     with engine.begin() as conn:
         conn.execute(
             FINISH_RUN,
@@ -226,6 +247,7 @@ def finish_run(
                 "error": error[:ERROR_CHARS] if error else None,
             },
         )
+        conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": json.dumps(by_namespace or {})})
 
 
 def fail_flow_run(
@@ -235,7 +257,8 @@ def fail_flow_run(
     hook)."""
     params = {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS], "status": status}
     with engine.begin() as conn:
-        conn.execute(FAIL_FLOW_RUN, params)
+        for run_id in conn.execute(FAIL_FLOW_RUN, params).scalars().all():
+            conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": "{}"})
 
 
 def record_run(
@@ -254,5 +277,5 @@ def record_run(
         finish_run(engine, run_id, FAILED, error=f"{exc.__class__.__name__}: {exc}")
         raise
     errors = "; ".join(stage_errors([result])) or None
-    finish_run(engine, run_id, run_status([result]), run_counts(result), errors)
+    finish_run(engine, run_id, run_status([result]), run_counts(result), errors, namespace_counts([result]))
     return result

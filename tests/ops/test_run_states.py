@@ -26,7 +26,7 @@ def _states(definition: str) -> set[str]:
 
 def test_the_status_constraints_allow_exactly_the_run_states(engine: Engine) -> None:
     with engine.connect() as conn:
-        for table in ("pipeline_runs",):
+        for table in ("pipeline_runs", "pipeline_run_namespaces"):
             (definition,) = conn.execute(SELECT_CHECKS, {"table": table}).scalars().all()
             assert _states(definition) == set(RUN_STATES), table
 
