@@ -35,6 +35,13 @@ class Settings(BaseSettings):
         description="External PostgreSQL with pgvector. Unset: an embedded server under STRATAFLOW_HOME.",
     )
     home: Path = Field(Path("~/.strataflow"), description="Where the embedded database and local state live.")
+    db_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="The embedded server also listens on 127.0.0.1 at this TCP port (SCRAM passwords), for "
+        "BI tools; `strataflow db url --role R` then prints the TCP URL. Unset: Unix socket only.",
+    )
     retention_days: int = Field(
         30, ge=1, le=3650, description="L1 rows expire this many days after event time."
     )
