@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
-from strataflow.service import docs_pages, errors, openapi
+from strataflow.service import docs_pages, errors, metrics, openapi
 from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
@@ -176,5 +176,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mount_mcp(app, agent_mcp, analyst_mcp, sessions)
     openapi.install(app, settings)
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
-    app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)  # outermost
+    app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)
+    metrics.install(app, settings, engine)  # outermost when on: sees the rate limit's 429s too
     return app
