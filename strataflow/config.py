@@ -102,6 +102,11 @@ class Settings(BaseSettings):
         description="Webhook URL the `strataflow-alerts` Prefect automation POSTs failed, crashed and "
         "completed_with_errors runs to (`strataflow serve` registers it; or `strataflow notify setup`).",
     )
+    alert_webhook_allow_private: bool = Field(
+        False,
+        description="Let the alert webhook be a private, link-local or loopback address (refused by default; "
+        "a literal 127.0.0.1 or ::1 is taken as meant).",
+    )
     analytics_after_weekly: bool = Field(
         False, description="The weekly flow runs `dbt build` of analytics/ after the rollup."
     )

@@ -47,7 +47,12 @@ def begin_run(
     telemetry.configure_from(settings, "strataflow-flows")  # spans of the stages, when OTLP is configured
     if settings.llm_limit_strict:
         ensure_llm_limit(settings.llm_concurrency)
-    return runs.start_run(engine_for(settings), flow, parameters, namespace, prefect_flow_run_id=flow_run.id)
+    run_id = runs.start_run(
+        engine_for(settings), flow, parameters, namespace, prefect_flow_run_id=flow_run.id
+    )
+    if flow_run.id:
+        alerts.tag_flow_run(flow_run.id, run_id)  # an alert on this flow run names the strataflow run
+    return run_id
 
 
 @task(name="plan-backfill", cache_policy=NO_CACHE)
@@ -81,6 +86,7 @@ def finish_run(
     create_table_artifact(
         counts_table(summary.counts), key=f"{flow}-counts", description=f"{flow} run counts"
     )
-    alerts.emit_run_events(summary)  # strataflow.run.completed[_with_errors]: automations chain on them
+    previous = runs.previous_state(engine_for(settings), run_id)
+    alerts.emit_run_events(summary, previous)  # strataflow.run.completed[_with_errors|recovered]
     run_metrics.write_textfile(settings)
     return summary

@@ -83,6 +83,17 @@ FAIL_FLOW_RUN = text(
     returning run_id
     """
 )
+SELECT_PREVIOUS_STATE = text(
+    """
+    select p.status from pipeline_runs as p
+    join pipeline_runs as this on this.run_id = :run_id
+    where p.flow = this.flow and p.run_id <> this.run_id and p.status <> 'running'
+        and p.started_at < this.started_at
+        and p.namespace is not distinct from this.namespace
+    order by p.started_at desc
+    limit 1
+    """
+)
 # A run over every namespace: one pipeline_run_namespaces row per namespace it worked in (sql/330).
 ATTRIBUTE_RUN = text("select strataflow_attribute_run(:run_id, cast(:given as jsonb))")
 
@@ -248,6 +259,13 @@ def finish_run(
             },
         )
         conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": json.dumps(by_namespace or {})})
+
+
+def previous_state(engine: Engine, run_id: uuid.UUID) -> str | None:
+    """The final state of the run of the same flow (and namespace) before this one, if any."""
+    with engine.connect() as conn:
+        state = conn.execute(SELECT_PREVIOUS_STATE, {"run_id": run_id}).scalar()
+    return str(state) if state is not None else None
 
 
 def fail_flow_run(
