@@ -117,8 +117,9 @@ def docs(
 
 @analytics_app.command("freshness")
 def freshness() -> None:
-    """Run `dbt source freshness`: the nightly's relations warn after 1 day and error after 2, the weekly's
-    after 8 and 15 (exit 1 on an error).
+    """Run `dbt source freshness` on the runs, following the schedules: no nightly-type run started for 26
+    hours warns, 50 errors; no weekly run for 8 days warns, 15 errors (exit 1 on an error). A quiet weekend
+    with healthy runs raises nothing.
 
     Example: strataflow analytics freshness
     """
