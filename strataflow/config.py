@@ -102,6 +102,13 @@ class Settings(BaseSettings):
         description="Webhook URL the `strataflow-alerts` Prefect automation POSTs failed, crashed and "
         "completed_with_errors runs to (`strataflow serve` registers it; or `strataflow notify setup`).",
     )
+    alert_late_after_minutes: int = Field(
+        240,
+        ge=5,
+        le=10080,
+        description="The late-run alert: a nightly or weekly run still not completed this many minutes after "
+        "it started (the `strataflow-late-runs` automation).",
+    )
     alert_webhook_allow_private: bool = Field(
         False,
         description="Let the alert webhook be a private, link-local or loopback address (refused by default; "

@@ -50,7 +50,8 @@ def setup(
                 " (an automation on a temporary server would vanish with it)"
             )
         prefect_environment(settings)
-        automation_id = alerts.register_alerts(url, allow_private or settings.alert_webhook_allow_private)
+        allowed = allow_private or settings.alert_webhook_allow_private
+        automation_id = alerts.register_alerts(url, allowed, settings.alert_late_after_minutes)
     typer.echo(f"automation {alerts.AUTOMATION_NAME} ({automation_id}) posts alerts to the webhook")
 
 

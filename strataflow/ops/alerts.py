@@ -19,6 +19,7 @@ import ipaddress
 import logging
 import socket
 import uuid
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,12 +29,22 @@ from strataflow.errors import UserError
 logger = logging.getLogger(__name__)
 
 AUTOMATION_NAME = "strataflow-alerts"
+LATE_AUTOMATION_NAME = "strataflow-late-runs"
+SCHEDULED_FLOWS = ["nightly", "weekly"]  # the scheduled runs whose lateness is alerted
 WEBHOOK_BLOCK = "strataflow-alert-webhook"
 FLOW_NAMES = ["nightly", "weekly", "incremental", "assets", "backfill", "analytics"]
 EVENT_COMPLETED = "strataflow.run.completed"
 EVENT_WITH_ERRORS = "strataflow.run.completed_with_errors"
 EVENT_RECOVERED = "strataflow.run.recovered"
-ALERT_EVENTS = {"prefect.flow-run.Failed", "prefect.flow-run.Crashed", EVENT_WITH_ERRORS, EVENT_RECOVERED}
+ALERT_EVENTS = {
+    "prefect.flow-run.Failed",
+    "prefect.flow-run.Crashed",
+    "prefect.flow-run.Late",  # a scheduled run that has not started (Prefect's late-runs service)
+    EVENT_WITH_ERRORS,
+    EVENT_RECOVERED,
+}
+FINAL_STATES = ["prefect.flow-run.Completed", "prefect.flow-run.Failed", "prefect.flow-run.Crashed",
+                "prefect.flow-run.Cancelled"]  # fmt: skip
 RUN_TAG = "strataflow.run:"  # the Prefect flow run's tag naming its pipeline_runs row
 
 # The body POSTed to the webhook (a Jinja template Prefect renders per event; every value through tojson, so a
@@ -44,6 +55,7 @@ RUN_TAG = "strataflow.run:"  # the Prefect flow run's tag naming its pipeline_ru
 # can quote a user's message, never reaches the webhook.
 PAYLOAD = """{%- set p = event.payload or {} -%}
 {%- set kinds = {"prefect.flow-run.Failed": "failed", "prefect.flow-run.Crashed": "crashed",
+                 "prefect.flow-run.Late": "late",
                  "strataflow.run.completed_with_errors": "completed_with_errors",
                  "strataflow.run.recovered": "recovered"} -%}
 {%- set kind = kinds.get(event.event, event.event) -%}
@@ -74,6 +86,21 @@ PAYLOAD = """{%- set p = event.payload or {} -%}
   "state_message": {{ message | tojson }},
   "counts": {{ (p.get("counts") or {}) | tojson }},
   "failed_scopes": {{ (p.get("failed_scopes") or []) | tojson }}
+}"""
+
+
+# The body of the late-run automation: it fires on the absence of an event, so there is no event to quote;
+# the flow run is the resource its trigger counted (for_each prefect.resource.id).
+LATE_PAYLOAD = """{%- set labels = (firing.triggering_labels if firing else {}) or {} -%}
+{%- set resource = labels.get("prefect.resource.id", "") -%}
+{
+  "text": {{ ("strataflow late: a nightly or weekly run (" ~ resource ~ ") has been running for longer than "
+              ~ "__MINUTES__ minutes without completing") | tojson }},
+  "kind": "late",
+  "flow_run_id": {{ resource.split(".")[-1] | tojson }},
+  "flow_run_name": {{ (flow_run.name if flow_run else none) | tojson }},
+  "flow_run_url": {{ ((flow_run | ui_url) if flow_run else none) | tojson }},
+  "late_after_minutes": __MINUTES__
 }"""
 
 
@@ -151,6 +178,24 @@ def alert_trigger() -> Any:
     )
 
 
+def late_run_trigger(minutes: int) -> Any:
+    """The late-run automation's trigger: a nightly or weekly flow run that started Running and reached no
+    final state within `minutes` (a proactive trigger: it fires on the absence of the completed event).
+    A scheduled run that never starts is alerted by Prefect's Late state (the alert automation)."""
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    return EventTrigger(
+        after={"prefect.flow-run.Running"},
+        expect=set(FINAL_STATES),
+        match={"prefect.resource.id": "prefect.flow-run.*"},
+        match_related={"prefect.resource.role": "flow", "prefect.resource.name": SCHEDULED_FLOWS},
+        for_each={"prefect.resource.id"},
+        posture=Posture.Proactive,
+        threshold=1,
+        within=timedelta(minutes=minutes),
+    )
+
+
 def literal_loopback(url: str) -> bool:
     """True when the URL's host is a loopback address written out (127.0.0.1, ::1): a receiver on this very
     machine that the operator named, which is the explicit allowance STRATAFLOW_ALERT_WEBHOOK_ALLOW_PRIVATE
@@ -186,7 +231,9 @@ def check_webhook(url: str, allow_private: bool) -> None:
             )
 
 
-def register_alerts(webhook_url: str, allow_private: bool = False) -> uuid.UUID:
+def register_alerts(
+    webhook_url: str, allow_private: bool = False, late_after_minutes: int = 240
+) -> uuid.UUID:
     """Save the Webhook block and (re)create the `strataflow-alerts` automation on the current Prefect API;
     returns the automation's id. The URL is checked first (check_webhook)."""
     check_webhook(webhook_url, allow_private)
@@ -204,12 +251,26 @@ def register_alerts(webhook_url: str, allow_private: bool = False) -> uuid.UUID:
     block_id = block.save(WEBHOOK_BLOCK, overwrite=True)
     automation = AutomationCore(
         name=AUTOMATION_NAME,
-        description="strataflow: POST failed, crashed, completed_with_errors and recovered runs",
+        description="strataflow: POST failed, crashed, late, completed_with_errors and recovered runs",
         enabled=True,
         trigger=alert_trigger(),
         actions=[CallWebhook(block_document_id=block_id, payload=PAYLOAD)],
     )
+    late = AutomationCore(
+        name=LATE_AUTOMATION_NAME,
+        description=f"strataflow: POST a nightly or weekly run running over {late_after_minutes} min",
+        enabled=True,
+        trigger=late_run_trigger(late_after_minutes),
+        actions=[
+            CallWebhook(
+                block_document_id=block_id,
+                payload=LATE_PAYLOAD.replace("__MINUTES__", str(int(late_after_minutes))),
+            )
+        ],
+    )
     with get_client(sync_client=True) as client:
-        for old in client.read_automations_by_name(AUTOMATION_NAME):
-            client.delete_automation(old.id)
+        for name in (AUTOMATION_NAME, LATE_AUTOMATION_NAME):
+            for old in client.read_automations_by_name(name):
+                client.delete_automation(old.id)
+        client.create_automation(late)
         return client.create_automation(automation)

@@ -130,6 +130,8 @@ def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automa
         alerts.register_alerts(url)  # again: replaced, not added
         with get_client(sync_client=True) as client:
             assert len(client.read_automations_by_name(alerts.AUTOMATION_NAME)) == 1
+            (late,) = client.read_automations_by_name(alerts.LATE_AUTOMATION_NAME)
+            assert late.enabled and late.trigger.within.total_seconds() == 240 * 60
     env = {**os.environ, "PREFECT_API_URL": prefect_server}
     done = subprocess.run(
         [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=300, check=True
