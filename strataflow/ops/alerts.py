@@ -218,7 +218,7 @@ def check_webhook(url: str, allow_private: bool) -> None:
     if allow_private or literal_loopback(url):
         return
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
     except OSError as exc:
         raise UserError(f"the alert webhook's host {parts.hostname!r} does not resolve: {exc}") from None
     for address in sorted(addresses):
