@@ -11,14 +11,18 @@ from __future__ import annotations
 import zlib
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 Namespace = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NAMESPACE_PATTERN)]
 Paths = Annotated[list[str], Field(max_length=1000)]
-RunStatus = Literal["running", "completed", "completed_with_errors", "budget_stopped", "failed"]
+# The states of a pipeline run: the one list. The check constraint on pipeline_runs.status (sql/283), dbt's
+# accepted values (analytics/dbt_project.yml var run_states) and pipeline_health's count_* columns are tested
+# against it (tests/ops/test_run_states.py).
+RunStatus = Literal["running", "completed", "completed_with_errors", "budget_stopped", "failed", "crashed"]
+RUN_STATES: tuple[str, ...] = get_args(RunStatus)
 
 
 class Stage(StrEnum):

@@ -115,6 +115,9 @@ class EmbedResult(BaseModel):
     """Rows embedded per table, texts encoded by the model and texts served from the cache."""
 
     model: str
+    by_namespace: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="rows embedded per namespace and table (pipeline_run_namespaces)"
+    )
     conversation_messages: int = 0
     memory_items: int = 0
     weekly_reports: int = 0

@@ -36,6 +36,13 @@ class Settings(BaseSettings):
         description="External PostgreSQL with pgvector. Unset: an embedded server under STRATAFLOW_HOME.",
     )
     home: Path = Field(Path("~/.strataflow"), description="Where the embedded database and local state live.")
+    db_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="The embedded server also listens on 127.0.0.1 at this TCP port (SCRAM passwords), for "
+        "BI tools; `strataflow db url --role R` then prints the TCP URL. Unset: Unix socket only.",
+    )
     retention_days: int = Field(
         30, ge=1, le=3650, description="L1 rows expire this many days after event time."
     )
@@ -96,6 +103,18 @@ class Settings(BaseSettings):
         description="Webhook URL the `strataflow-alerts` Prefect automation POSTs failed, crashed and "
         "completed_with_errors runs to (`strataflow serve` registers it; or `strataflow notify setup`).",
     )
+    alert_late_after_minutes: int = Field(
+        240,
+        ge=5,
+        le=10080,
+        description="The late-run alert: a nightly or weekly run still not completed this many minutes after "
+        "it started (the `strataflow-late-runs` automation).",
+    )
+    alert_webhook_allow_private: bool = Field(
+        False,
+        description="Let the alert webhook be a private, link-local or loopback address (refused by default; "
+        "a literal 127.0.0.1 or ::1 is taken as meant).",
+    )
     analytics_after_weekly: bool = Field(
         False, description="The weekly flow runs `dbt build` of analytics/ after the rollup."
     )
@@ -104,6 +123,37 @@ class Settings(BaseSettings):
         20.0, ge=0, description="Requests per second per API key (and per client address for requests "
         "without an accepted key), for the server as a whole whatever --workers; 0 turns the limit off.",
     )  # fmt: skip
+    api_metrics: bool = Field(
+        False,
+        description="GET /metrics on the API answers Prometheus text (request durations per route and "
+        "status, rate-limit refusals, pool use, embed-on-write time).",
+    )
+    metrics_textfile: Path | None = Field(
+        None,
+        description="Where every closed pipeline run rewrites its per-flow counts in Prometheus text "
+        "(node_exporter's textfile collector reads it). Unset: STRATAFLOW_HOME/metrics/strataflow_runs.prom.",
+    )
+    otel_traces_endpoint: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+        description="OTLP traces endpoint, the full URL (wins over OTEL_EXPORTER_OTLP_ENDPOINT).",
+    )
+    otel_endpoint: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        description="OTLP endpoint (the standard OTEL_EXPORTER_OTLP_ENDPOINT): set, the API, `strataflow "
+        "mcp` and the flows export spans of memory operations.",
+    )
+    otel_protocol: str = Field(
+        "http/protobuf",
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        description="OTLP protocol: http/protobuf, or grpc (needs opentelemetry-exporter-otlp-proto-grpc).",
+    )
+    otel_service_name: str | None = Field(
+        None,
+        validation_alias=AliasChoices("OTEL_SERVICE_NAME"),
+        description="service.name of the spans (default strataflow-api, strataflow-mcp, strataflow-flows).",
+    )
     api_rate_burst: int = Field(40, ge=1, description="Requests an API key may make at once before waiting.")
     api_llm_concurrency_per_key: int = Field(
         2, ge=1, le=64, description="save_info / save_user_memory calls of one API key that run at once per "

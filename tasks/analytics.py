@@ -14,7 +14,8 @@ from strataflow.ops import analytics
 @task(name="dbt-build", cache_policy=NO_CACHE)
 def dbt_build_task(settings: Settings, full_refresh: bool = False) -> dict[str, Any]:
     """`dbt build` into schema analytics; dbt's per-node results as the table artifact `analytics-build`. A
-    failing node is an error of the run (completed_with_errors), not a crash of the flow."""
+    failing node (or dbt itself failing) raises, so the Prefect run that ran dbt ends Failed with dbt's
+    errors as its message, and the Failed alert fires."""
     from prefect.artifacts import create_table_artifact
 
     run = analytics.build(settings, full_refresh)
@@ -25,4 +26,6 @@ def dbt_build_task(settings: Settings, full_refresh: bool = False) -> dict[str, 
     errors = [f"analytics: {node.name} {node.status}: {node.message}" for node in failed]
     if not run.success and not errors:
         errors = [f"analytics: {run.command} failed: {run.error}"]
-    return {"dbt_nodes": len(run.results), "dbt_failed": len(failed), "errors": errors}
+    if errors:
+        raise analytics.AnalyticsFailed("; ".join(errors)[:2000])
+    return {"dbt_nodes": len(run.results), "dbt_failed": 0}

@@ -13,9 +13,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from models.params import BackfillPlan, DayPlan, RunSummary
+from strataflow import telemetry
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
-from strataflow.ops import alerts
+from strataflow.ops import alerts, run_metrics
 from strataflow.pipeline import plans, runs
 from strataflow.pipeline.run_summary import close_run, counts_table, summary_markdown
 from tasks.concurrency import ensure_llm_limit
@@ -30,8 +31,12 @@ def logical_date(settings: Settings, run_date: date | None) -> date:
 
 
 def mark_run_failed(flow: Any, flow_run: Any, state: Any) -> None:
-    """Flow hook (failure or crash): close the run's pipeline_runs row as failed with the state's message."""
-    runs.fail_flow_run(engine_for(load_settings()), flow_run.id, state.message or state.name)
+    """Flow hook (failure or crash): close the run's pipeline_runs row as failed (crashed, when Prefect says
+    the run crashed) with the state's message."""
+    status = runs.CRASHED if state.is_crashed() else runs.FAILED
+    settings = load_settings()
+    runs.fail_flow_run(engine_for(settings), flow_run.id, state.message or state.name, status)
+    run_metrics.write_textfile(settings)
 
 
 @task(name="begin-run", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
@@ -39,9 +44,15 @@ def begin_run(
     settings: Settings, flow: str, parameters: dict[str, Any], namespace: str | None = None
 ) -> uuid.UUID:
     """Record the pipeline run (linked to this Prefect flow run) and make sure the `llm` limit exists."""
+    telemetry.configure_from(settings, "strataflow-flows")  # spans of the stages, when OTLP is configured
     if settings.llm_limit_strict:
         ensure_llm_limit(settings.llm_concurrency)
-    return runs.start_run(engine_for(settings), flow, parameters, namespace, prefect_flow_run_id=flow_run.id)
+    run_id = runs.start_run(
+        engine_for(settings), flow, parameters, namespace, prefect_flow_run_id=flow_run.id
+    )
+    if flow_run.id:
+        alerts.tag_flow_run(flow_run.id, run_id)  # an alert on this flow run names the strataflow run
+    return run_id
 
 
 @task(name="plan-backfill", cache_policy=NO_CACHE)
@@ -75,5 +86,7 @@ def finish_run(
     create_table_artifact(
         counts_table(summary.counts), key=f"{flow}-counts", description=f"{flow} run counts"
     )
-    alerts.emit_run_events(summary)  # strataflow.run.completed[_with_errors]: automations chain on them
+    previous = runs.previous_state(engine_for(settings), run_id)
+    alerts.emit_run_events(summary, previous)  # strataflow.run.completed[_with_errors|recovered]
+    run_metrics.write_textfile(settings)
     return summary

@@ -1,39 +1,42 @@
 -- grain: one row per (namespace, day, stage, model) with at least one LLM request
--- day is the calendar day of the request in the session time zone (strataflow sets it to STRATAFLOW_TIMEZONE).
+-- day is the event day of the work the requests were about (llm_cost_events, the one event-time definition
+-- of calls, tokens and cost), in the session time zone (strataflow sets it to STRATAFLOW_TIMEZONE).
 -- Every request sent is one llm_calls row (retries and repairs included); cache hits send nothing.
 
 create or replace view llm_cost_daily with (security_invoker = true) as
-with calls as (
+with events as (
     select
-        lc.namespace,
-        lc.created_at::date as day,
-        lc.stage,
-        lc.model,
-        lc.outcome,
-        lc.attempt,
-        lc.prompt_tokens,
-        lc.completion_tokens,
-        lc.cost_usd,
-        lc.latency_ms
-    from llm_calls as lc
+        e.namespace,
+        e.event_day,
+        e.stage,
+        e.model,
+        e.count_calls,
+        e.count_failed_calls,
+        e.count_retries,
+        e.prompt_tokens,
+        e.completion_tokens,
+        e.total_tokens,
+        e.cost_usd,
+        e.latency_ms_total
+    from llm_cost_events as e
 ),
 
 daily as (
     select
-        c.namespace,
-        c.day,
-        c.stage,
-        c.model,
-        count(*) as count_calls,
-        count(*) filter (where c.outcome <> 'ok') as count_failed_calls,
-        count(*) filter (where c.attempt > 1) as count_retries,
-        sum(c.prompt_tokens)::bigint as prompt_tokens,
-        sum(c.completion_tokens)::bigint as completion_tokens,
-        sum(c.prompt_tokens + c.completion_tokens)::bigint as total_tokens,
-        coalesce(sum(c.cost_usd), 0)::numeric(14, 6) as cost_usd,
-        round(avg(c.latency_ms))::integer as avg_latency_ms
-    from calls as c
-    group by c.namespace, c.day, c.stage, c.model
+        ev.namespace,
+        ev.event_day as day,
+        ev.stage,
+        ev.model,
+        sum(ev.count_calls)::bigint as count_calls,
+        sum(ev.count_failed_calls)::bigint as count_failed_calls,
+        sum(ev.count_retries)::bigint as count_retries,
+        sum(ev.prompt_tokens)::bigint as prompt_tokens,
+        sum(ev.completion_tokens)::bigint as completion_tokens,
+        sum(ev.total_tokens)::bigint as total_tokens,
+        sum(ev.cost_usd)::numeric(14, 6) as cost_usd,
+        round(sum(ev.latency_ms_total)::numeric / nullif(sum(ev.count_calls), 0))::integer as avg_latency_ms
+    from events as ev
+    group by ev.namespace, ev.event_day, ev.stage, ev.model
 ),
 
 final as (
@@ -42,9 +45,9 @@ final as (
 
 select * from final;
 
-comment on view llm_cost_daily is 'LLM spend: one row per (namespace, day, stage, model), from the llm_calls ledger.';
+comment on view llm_cost_daily is 'LLM spend: one row per (namespace, event day, stage, model), from llm_cost_events (the one event-time definition).';
 comment on column llm_cost_daily.namespace is 'Namespace the requests were made for (null for requests outside any namespace).';
-comment on column llm_cost_daily.day is 'Calendar day of the requests in the session time zone (STRATAFLOW_TIMEZONE).';
+comment on column llm_cost_daily.day is 'Event day of the work the requests were about (llm_calls.event_at, else the day they were sent), session time zone (STRATAFLOW_TIMEZONE).';
 comment on column llm_cost_daily.stage is 'Pipeline stage: extract, rollup, reflect, hot_summary.';
 comment on column llm_cost_daily.model is 'litellm model string.';
 comment on column llm_cost_daily.count_calls is 'Requests sent (each retry and repair counts).';

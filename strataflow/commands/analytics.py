@@ -26,25 +26,81 @@ def _finish(run: object, what: str) -> None:
     typer.echo(f"{run.command}: {len(run.results)} node(s) ok; {what} {run.target_dir}")
 
 
-@analytics_app.command("build")
-def build() -> None:
-    """Run `dbt build` (seeds, staging views, the four marts, data tests) into schema analytics, as the role
-    strataflow_dbt that reads every namespace under row-level security and writes only there. Analyst roles
-    then select the marts and see their granted namespaces only.
+SELECT = typer.Option(None, "--select", "-s", help="dbt node selection (repeatable), e.g. mart_llm_cost+.")
+EXCLUDE = typer.Option(None, "--exclude", help="dbt nodes to leave out (repeatable).")
+SELECTOR = typer.Option(None, "--selector", help="A selector of analytics/selectors.yml: nightly, weekly.")
+FULL_REFRESH = typer.Option(False, "--full-refresh", help="Rebuild incremental models from scratch.")
+VARS = typer.Option(None, "--vars", help="dbt vars as YAML/JSON, e.g. '{llm_cost_lookback_days: 7}'.")
+QUIET = typer.Option(False, "--quiet", "-q", help="Do not show dbt's progress lines (only the summary).")
 
-    Example: strataflow analytics build
+
+def _options(
+    select: list[str] | None,
+    exclude: list[str] | None,
+    selector: str | None,
+    full_refresh: bool,
+    variables: str | None,
+) -> list[str]:
+    from strataflow.ops import analytics
+
+    return analytics.selection_args(select, exclude, selector, full_refresh, variables)
+
+
+@analytics_app.command("build")
+def build(
+    select: list[str] | None = SELECT,
+    exclude: list[str] | None = EXCLUDE,
+    selector: str | None = SELECTOR,
+    full_refresh: bool = FULL_REFRESH,
+    variables: str | None = VARS,
+    quiet: bool = QUIET,
+) -> None:
+    """Run `dbt build` (seeds, staging views, the marts, data tests) into schema analytics, as the role
+    strataflow_dbt that reads every namespace under row-level security and writes only there. Analyst roles
+    then select the marts and see their granted namespaces only. dbt's progress shows as it runs;
+    --select/--exclude/--selector/--full-refresh/--vars go to dbt as they are.
+
+    Example: strataflow analytics build --select mart_llm_cost+ --full-refresh
     (then: psql "$(strataflow db url --role bi)" -c 'table analytics.mart_llm_cost')
     """
     from strataflow.ops import analytics
 
     settings = settings_or_exit()
+    options = _options(select, exclude, selector, full_refresh, variables)
     with cli_errors():
-        stderr("running dbt build on analytics/ as strataflow_dbt ...")
-        _finish(analytics.build(settings), "artifacts in")
+        stderr(
+            f"running dbt build {' '.join(options)} on analytics/ as strataflow_dbt ...".replace("  ", " ")
+        )
+        _finish(analytics.build(settings, options=options, echo=not quiet), "artifacts in")
+
+
+@analytics_app.command("test")
+def test(
+    select: list[str] | None = SELECT,
+    exclude: list[str] | None = EXCLUDE,
+    selector: str | None = SELECTOR,
+    variables: str | None = VARS,
+    quiet: bool = QUIET,
+) -> None:
+    """Run `dbt test` (the data tests of the sources, staging models and marts) without building.
+
+    Example: strataflow analytics test --select mart_llm_cost
+    """
+    from strataflow.ops import analytics
+
+    settings = settings_or_exit()
+    with cli_errors():
+        options = _options(select, exclude, selector, False, variables)
+        _finish(analytics.test(settings, options=options, echo=not quiet), "results in")
 
 
 @analytics_app.command("docs")
-def docs() -> None:
+def docs(
+    select: list[str] | None = SELECT,
+    exclude: list[str] | None = EXCLUDE,
+    variables: str | None = VARS,
+    quiet: bool = QUIET,
+) -> None:
     """Run `dbt docs generate` and print where the site is (index.html, manifest.json, catalog.json); open it
     with `dbt docs serve --project-dir analytics --target-path DIR` or any static file server.
 
@@ -54,14 +110,16 @@ def docs() -> None:
 
     settings = settings_or_exit()
     with cli_errors():
-        run = analytics.docs(settings)
+        options = _options(select, exclude, None, False, variables)
+        run = analytics.docs(settings, options=options, echo=not quiet)
         _finish(run, "docs site (index.html, catalog.json) in")
 
 
 @analytics_app.command("freshness")
 def freshness() -> None:
-    """Run `dbt source freshness`: the nightly's relations warn after 1 day and error after 2, the weekly's
-    after 8 and 15 (exit 1 on an error).
+    """Run `dbt source freshness` on the runs, following the schedules: no nightly-type run started for 26
+    hours warns, 50 errors; no weekly run for 8 days warns, 15 errors (exit 1 on an error). A quiet weekend
+    with healthy runs raises nothing.
 
     Example: strataflow analytics freshness
     """
@@ -69,7 +127,7 @@ def freshness() -> None:
 
     settings = settings_or_exit()
     with cli_errors():
-        _finish(analytics.freshness(settings), "results in")
+        _finish(analytics.freshness(settings, echo=True), "results in")
 
 
 @analytics_app.command("sources")

@@ -44,6 +44,7 @@ def mcp() -> None:
 
     Example: STRATAFLOW_API_KEY=sf_... STRATAFLOW_HOME=~/.strataflow strataflow mcp
     """
+    from strataflow import telemetry
     from strataflow.db.engine import engine_for
     from strataflow.service.keys import KeyRejected
     from strataflow.service.mcp_server import build_server
@@ -68,6 +69,7 @@ def mcp() -> None:
             ) from None
         server = build_server(settings, sessions, writable=caller.kind == "agent")
     typer.echo(f"strataflow mcp: key {caller.key_name!r} ({caller.kind} role {caller.role})", err=True)
+    telemetry.configure_from(settings, "strataflow-mcp")  # spans of the tools' memory operations, if asked
     server.run("stdio")
 
 

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from strataflow import telemetry
 from strataflow.config import Settings, SettingsError, load_settings
 from strataflow.errors import UserError
 
@@ -36,10 +37,11 @@ def cli_errors() -> Iterator[None]:
 
 def settings_or_exit() -> Settings:
     try:
-        return load_settings()
+        settings = load_settings()
     except SettingsError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
+    return settings
 
 
 def stderr(message: str) -> None:
@@ -57,13 +59,17 @@ def recorded_run(
     """Run one CLI stage inside a pipeline_runs row (the run recorder, strataflow/pipeline/runs.py); our
     errors and `user_errors` become a clean exit 1."""
     from strataflow.db.engine import engine_for
+    from strataflow.ops.run_metrics import write_textfile
     from strataflow.pipeline.runs import record_run
 
+    telemetry.configure_from(settings, "strataflow-cli")  # OTLP spans of the stage, when configured
     with cli_errors():
         try:
             return record_run(engine_for(settings), flow, parameters, namespace, work)
         except user_errors as exc:
             raise UserError(str(exc)) from None
+        finally:
+            write_textfile(settings)  # the runs' counts for node_exporter's textfile collector
 
 
 def report_failures(result: Any) -> None:

@@ -1,7 +1,9 @@
 """The embedded PostgreSQL 16 + pgvector (pgserver wheel): one detached server per STRATAFLOW_HOME.
 
 The server is started by the first process that needs it and left running for every later process and
-command; `strataflow db stop` stops it. Connections use a Unix socket (no TCP port is opened).
+command; `strataflow db stop` stops it. Connections use a Unix socket; with STRATAFLOW_DB_PORT=P the server
+also listens on 127.0.0.1:P (SCRAM passwords, as on the socket), for BI tools that speak JDBC or TCP only: the
+first process that finds it listening elsewhere restarts it once with that port (listen_tcp).
 
 Authentication: pgserver's initdb trusts every local login. The first start under this code (a new home, or
 a home made by an older strataflow) secures it once: the owner (postgres) gets a generated password, every
@@ -44,6 +46,8 @@ def pgdata_dir(home: Path) -> Path:
 
 
 OWNER = "postgres"
+DEFAULT_PORT = 5432
+TCP_HOST = "127.0.0.1"
 HBA_MARKER = "# strataflow: every login needs its password (scram-sha-256)"
 HBA_RULES = f"""{HBA_MARKER}
 # TYPE  DATABASE  USER  ADDRESS       METHOD
@@ -78,12 +82,58 @@ def _running_uri(pgdata: Path) -> str | None:
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
     if info is not None and info.is_running() and info.status == "ready":
-        return info.get_uri()
+        uri = info.get_uri()
+        if info.socket_dir is not None and info.port not in (None, DEFAULT_PORT):
+            uri += f"&port={info.port}"  # the socket's file name carries the port (.s.PGSQL.P)
+        return uri
     return None
 
 
-def ensure_running(home: Path) -> str:
-    """Start (or reuse) the embedded server for this home, secured; return the owner's libpq URI."""
+def _listening(pgdata: Path) -> tuple[int | None, str | None]:
+    """(port, first TCP listen address or None) of the running server, from postmaster.pid."""
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None:
+        return None, None
+    return info.port, info.hostname or None
+
+
+def listen_tcp(home: Path, port: int) -> None:
+    """Make the running server listen on 127.0.0.1:port as well as on its socket (one restart, under the
+    home's lock; a server already listening there is left alone). pg_hba.conf already asks every TCP login
+    from 127.0.0.1 for its SCRAM password (HBA_RULES)."""
+    from pgserver.utils import PostmasterInfo
+
+    pgdata = pgdata_dir(home)
+    if _listening(pgdata) == (port, TCP_HOST):
+        return
+    with _home_lock(home):
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is None or (info.port, info.hostname) == (port, TCP_HOST):
+            return
+        options = [f"-h {TCP_HOST}", f"-p {int(port)}"]
+        if info.socket_dir is not None:
+            options.append(f"-k {info.socket_dir}")
+        logger.info("restarting the embedded PostgreSQL under %s to listen on %s:%d", pgdata, TCP_HOST, port)
+        args = [item for option in options for item in ("-o", option)]
+        _fast_pg_ctl(pgdata, "restart", *args, "-l", str(pgdata / "log"))
+        secure_home(home)
+
+
+def tcp_uri(uri: str, port: int) -> str:
+    """uri (a socket URI of the embedded server) as a TCP URI to 127.0.0.1:port, login and database kept."""
+    parts = urlsplit(uri)
+    login = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
+    query = "&".join(
+        item for item in parts.query.split("&") if item and not item.startswith(("host=", "port="))
+    )
+    return urlunsplit((parts.scheme, f"{login}{TCP_HOST}:{int(port)}", parts.path, query, parts.fragment))
+
+
+def ensure_running(home: Path, tcp_port: int | None = None) -> str:
+    """Start (or reuse) the embedded server for this home, secured (listening on 127.0.0.1:tcp_port too, when
+    given); return the owner's libpq URI (over the socket)."""
     pgdata = pgdata_dir(home)
     uri = _running_uri(pgdata) if pgdata.exists() else None
     started = uri is None
@@ -113,6 +163,10 @@ def ensure_running(home: Path) -> str:
     if started:  # a home secured before SERVER_SETTINGS_MB existed gets them when this code first starts it
         with _home_lock(home):
             _apply_settings(pgdata, owner_uri)
+    if tcp_port is not None and _listening(pgdata) != (tcp_port, TCP_HOST):
+        listen_tcp(home, tcp_port)
+        uri = _running_uri(pgdata) or uri  # the socket's port follows the TCP port
+        owner_uri = with_login(uri, OWNER, password)
     return owner_uri
 
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -70,7 +71,7 @@ def libpq_url(settings: Settings) -> str:
     if settings.database_url is not None:
         url = settings.database_url.get_secret_value()
         return re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
-    return embedded.ensure_running(settings.home)
+    return embedded.ensure_running(settings.home, settings.db_port)
 
 
 def role_libpq_url(settings: Settings, role: str) -> str:
@@ -85,7 +86,19 @@ def role_libpq_url(settings: Settings, role: str) -> str:
             f"access create-role {role} --kind agent`, or give it a new one with `strataflow access "
             f"rotate-password {role}`"
         )
-    return role_url(libpq_url(settings), role, password)
+    url = role_url(libpq_url(settings), role, password)
+    if settings.database_url is None and settings.db_port is not None:
+        url = embedded.tcp_uri(url, settings.db_port)  # what a BI tool on this machine connects to
+    return with_timezone(url, settings.timezone)
+
+
+def with_timezone(url: str, zone: str) -> str:
+    """url whose sessions use the time zone `zone` (libpq's options parameter: days and ISO weeks in a role's
+    own queries match the marts and views strataflow builds in STRATAFLOW_TIMEZONE)."""
+    if "options=" in url:
+        return url
+    option = "options=" + quote(f"-c TimeZone={zone}", safe="")
+    return url + ("&" if "?" in url else "?") + option
 
 
 def sqlalchemy_url(url: str) -> str:

@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection, text
 
 from models.messages import RecordProblem
+from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.ingest.enrich import STAGE_COLUMNS, ChunkOptions, prepare_chunk
 from strataflow.ingest.quarantine import write_quarantine
@@ -154,6 +155,7 @@ class OnlineWrite(BaseModel):
     problems: list[RejectedRecord] = Field(default_factory=list, description="one per quarantined record")
 
 
+@telemetry.traced("write")
 def write_messages(
     conn: Connection, settings: Settings, namespace: str, records: list[dict[str, Any]]
 ) -> OnlineWrite:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
+from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.llm.embeddings import get_embedder
 
@@ -51,5 +52,7 @@ def item_vector(
 ) -> tuple[np.ndarray, str]:
     """(vector, model name) of an item's text under the configured embedding model."""
     embedder = get_embedder(settings)
-    vector = embedder.encode([item_text(conn, statement, key, value)])[0]
+    text = item_text(conn, statement, key, value)
+    with telemetry.timed("embed_on_write"):
+        vector = embedder.encode([text])[0]
     return np.asarray(vector, dtype=np.float32), embedder.model_name

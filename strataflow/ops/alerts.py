@@ -15,46 +15,124 @@ the automation, never adds a second one.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 import uuid
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from models.params import RunSummary
+from strataflow.errors import UserError
 
 logger = logging.getLogger(__name__)
 
 AUTOMATION_NAME = "strataflow-alerts"
+LATE_AUTOMATION_NAME = "strataflow-late-runs"
+SCHEDULED_FLOWS = ["nightly", "weekly"]  # the scheduled runs whose lateness is alerted
 WEBHOOK_BLOCK = "strataflow-alert-webhook"
 FLOW_NAMES = ["nightly", "weekly", "incremental", "assets", "backfill", "analytics"]
 EVENT_COMPLETED = "strataflow.run.completed"
 EVENT_WITH_ERRORS = "strataflow.run.completed_with_errors"
-ALERT_EVENTS = {"prefect.flow-run.Failed", "prefect.flow-run.Crashed", EVENT_WITH_ERRORS}
+EVENT_RECOVERED = "strataflow.run.recovered"
+ALERT_EVENTS = {
+    "prefect.flow-run.Failed",
+    "prefect.flow-run.Crashed",
+    "prefect.flow-run.Late",  # a scheduled run that has not started (Prefect's late-runs service)
+    EVENT_WITH_ERRORS,
+    EVENT_RECOVERED,
+}
+FINAL_STATES = ["prefect.flow-run.Completed", "prefect.flow-run.Failed", "prefect.flow-run.Crashed",
+                "prefect.flow-run.Cancelled"]  # fmt: skip
+RUN_TAG = "strataflow.run:"  # the Prefect flow run's tag naming its pipeline_runs row
 
-# The body POSTed to the webhook (a Jinja template Prefect renders per event). `text` reads well in Slack
-# and similar; flow_run_id names the Prefect flow run (the resource of a state event, a label of ours).
-PAYLOAD = """{
-  "text": "strataflow alert: {{ event.event }} ({{ event.resource.get('prefect.resource.name', '') }})",
-  "event": "{{ event.event }}",
-  "occurred": "{{ event.occurred }}",
-  "resource_id": "{{ event.resource.id }}",
-  "flow_run_name": "{{ event.resource.get('prefect.resource.name', '') }}",
-  "flow_run_id": "{{ event.resource.get('strataflow.flow-run-id', event.resource.id.split('.')[-1]) }}",
-  "state_message": {{ (event.payload.get('validated_state') or {}).get('message', '') | tojson }},
-  "payload": {{ event.payload | tojson }}
+# The body POSTed to the webhook (a Jinja template Prefect renders per event; every value through tojson, so a
+# name with a quote or a newline stays valid JSON). It names the flow, the deployment, the strataflow run id
+# (the flow run's `strataflow.run:<id>` tag, or our event's payload), the Prefect flow run and its UI URL,
+# the state and its message, counts and failed scopes (by hash). The message keeps the words before the
+# exception's own text ("Flow run encountered an exception: StageFailed"): a provider's error text, which
+# can quote a user's message, never reaches the webhook.
+PAYLOAD = """{%- set p = event.payload or {} -%}
+{%- set kinds = {"prefect.flow-run.Failed": "failed", "prefect.flow-run.Crashed": "crashed",
+                 "prefect.flow-run.Late": "late",
+                 "strataflow.run.completed_with_errors": "completed_with_errors",
+                 "strataflow.run.recovered": "recovered"} -%}
+{%- set kind = kinds.get(event.event, event.event) -%}
+{%- set found = namespace(run_id=p.get("run_id")) -%}
+{%- for tag in (flow_run.tags if flow_run else []) -%}
+  {%- if tag.startswith("strataflow.run:") -%}{%- set found.run_id = tag[15:] -%}{%- endif -%}
+{%- endfor -%}
+{%- set flow_name = p.get("flow") or (flow.name if flow else none)
+                    or event.resource.get("strataflow.flow") -%}
+{%- set run_name = flow_run.name if flow_run else event.resource.get("prefect.resource.name", "") -%}
+{%- set message = (p.get("validated_state") or {}).get("message") or "" -%}
+{%- set message = ": ".join(message.split(": ")[:2])[:300] if message else p.get("status", "") -%}
+{
+  "text": {{ ("strataflow " ~ kind ~ ": flow " ~ (flow_name or "?")
+              ~ (" (deployment " ~ deployment.name ~ ")" if deployment else "") ~ ", run " ~ run_name
+              ~ (", strataflow run " ~ found.run_id if found.run_id else "")) | tojson }},
+  "kind": {{ kind | tojson }},
+  "event": {{ event.event | tojson }},
+  "occurred": {{ event.occurred | string | tojson }},
+  "flow": {{ flow_name | tojson }},
+  "deployment": {{ (deployment.name if deployment else none) | tojson }},
+  "run_id": {{ found.run_id | tojson }},
+  "flow_run_name": {{ run_name | tojson }},
+  "flow_run_id": {{ (flow_run.id | string if flow_run else event.resource.get("strataflow.flow-run-id",
+                     event.resource.id.split(".")[-1])) | tojson }},
+  "flow_run_url": {{ ((flow_run | ui_url) if flow_run else none) | tojson }},
+  "state": {{ ((p.get("validated_state") or {}).get("type") or p.get("status") or kind) | tojson }},
+  "state_message": {{ message | tojson }},
+  "counts": {{ (p.get("counts") or {}) | tojson }},
+  "failed_scopes": {{ (p.get("failed_scopes") or []) | tojson }}
 }"""
 
 
-def run_event_names(summary: RunSummary) -> list[str]:
-    """The events a closed run emits: completed for any state but failed, and completed_with_errors."""
+# The body of the late-run automation: it fires on the absence of an event, so there is no event to quote;
+# the flow run is the resource its trigger counted (for_each prefect.resource.id).
+LATE_PAYLOAD = """{%- set labels = (firing.triggering_labels if firing else {}) or {} -%}
+{%- set resource = labels.get("prefect.resource.id", "") -%}
+{
+  "text": {{ ("strataflow late: a nightly or weekly run (" ~ resource ~ ") has been running for longer than "
+              ~ "__MINUTES__ minutes without completing") | tojson }},
+  "kind": "late",
+  "flow_run_id": {{ resource.split(".")[-1] | tojson }},
+  "flow_run_name": {{ (flow_run.name if flow_run else none) | tojson }},
+  "flow_run_url": {{ ((flow_run | ui_url) if flow_run else none) | tojson }},
+  "late_after_minutes": __MINUTES__
+}"""
+
+
+def run_event_names(summary: RunSummary, previous: str | None = None) -> list[str]:
+    """The events a closed run emits: completed for any state but failed, completed_with_errors, and
+    recovered when it completed cleanly after a run of the same flow that did not (previous: that run's
+    final state)."""
     if summary.status == "failed":
         return []  # the flow run itself ends Failed: Prefect emits prefect.flow-run.Failed
     names = [EVENT_COMPLETED]
     if summary.status == "completed_with_errors":
         names.append(EVENT_WITH_ERRORS)
+    if summary.status == "completed" and previous in ("failed", "crashed", "completed_with_errors"):
+        names.append(EVENT_RECOVERED)
     return names
 
 
-def emit_run_events(summary: RunSummary) -> list[str]:
+def tag_flow_run(prefect_flow_run_id: str | uuid.UUID, run_id: uuid.UUID) -> None:
+    """Tag the Prefect flow run with its strataflow run id (`strataflow.run:<id>`), so an alert on its Failed
+    or Crashed state names the run. Never fails the run."""
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            current = client.read_flow_run(uuid.UUID(str(prefect_flow_run_id)))
+            tags = [t for t in current.tags if not t.startswith(RUN_TAG)] + [f"{RUN_TAG}{run_id}"]
+            client.update_flow_run(current.id, tags=tags)
+    except Exception as exc:  # noqa: BLE001 (the API being away must not fail a run)
+        logger.warning("could not tag flow run %s with its strataflow run id: %s", prefect_flow_run_id, exc)
+
+
+def emit_run_events(summary: RunSummary, previous: str | None = None) -> list[str]:
     """Emit the run's events to the Prefect API (resource strataflow.run.<run id>, the Prefect flow run as a
     related resource); returns the names emitted. Emitting never fails the run."""
     from prefect.events import emit_event
@@ -81,7 +159,7 @@ def emit_run_events(summary: RunSummary) -> list[str]:
         "failed_scopes": summary.errors,
     }
     emitted = []
-    for name in run_event_names(summary):
+    for name in run_event_names(summary, previous):
         if emit_event(event=name, resource=resource, related=related, payload=payload) is not None:
             emitted.append(name)
     return emitted
@@ -100,23 +178,99 @@ def alert_trigger() -> Any:
     )
 
 
-def register_alerts(webhook_url: str) -> uuid.UUID:
+def late_run_trigger(minutes: int) -> Any:
+    """The late-run automation's trigger: a nightly or weekly flow run that started Running and reached no
+    final state within `minutes` (a proactive trigger: it fires on the absence of the completed event).
+    A scheduled run that never starts is alerted by Prefect's Late state (the alert automation)."""
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    return EventTrigger(
+        after={"prefect.flow-run.Running"},
+        expect=set(FINAL_STATES),
+        match={"prefect.resource.id": "prefect.flow-run.*"},
+        match_related={"prefect.resource.role": "flow", "prefect.resource.name": SCHEDULED_FLOWS},
+        for_each={"prefect.resource.id"},
+        posture=Posture.Proactive,
+        threshold=1,
+        within=timedelta(minutes=minutes),
+    )
+
+
+def literal_loopback(url: str) -> bool:
+    """True when the URL's host is a loopback address written out (127.0.0.1, ::1): a receiver on this very
+    machine that the operator named, which is the explicit allowance STRATAFLOW_ALERT_WEBHOOK_ALLOW_PRIVATE
+    would otherwise be (a name that resolves to loopback is not)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_webhook(url: str, allow_private: bool) -> None:
+    """Refuse a webhook URL that is not http(s), or whose host is (or resolves to) a private, link-local,
+    loopback or otherwise internal address, unless allowed (allow_private, or a literal loopback address).
+    Prefect checks the address again when it calls the webhook (its Webhook block's allow_private_urls), so a
+    name that later resolves elsewhere is refused then too."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"the alert webhook must be an http(s) URL with a host, not {url!r}")
+    if allow_private or literal_loopback(url):
+        return
+    try:
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443)}
+    except OSError as exc:
+        raise UserError(f"the alert webhook's host {parts.hostname!r} does not resolve: {exc}") from None
+    for address in sorted(addresses):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if not ip.is_global or ip.is_multicast:
+            raise UserError(
+                f"the alert webhook's host {parts.hostname!r} is an internal address ({ip}: private, "
+                "link-local, loopback or reserved); set STRATAFLOW_ALERT_WEBHOOK_ALLOW_PRIVATE=true (or "
+                "`--allow-private`) if that receiver is meant"
+            )
+
+
+def register_alerts(
+    webhook_url: str, allow_private: bool = False, late_after_minutes: int = 240
+) -> uuid.UUID:
     """Save the Webhook block and (re)create the `strataflow-alerts` automation on the current Prefect API;
-    returns the automation's id."""
+    returns the automation's id. The URL is checked first (check_webhook)."""
+    check_webhook(webhook_url, allow_private)
     from prefect.blocks.webhook import Webhook
     from prefect.client.orchestration import get_client
     from prefect.events.actions import CallWebhook
     from prefect.events.schemas.automations import AutomationCore
 
-    block_id = Webhook(url=webhook_url, method="POST").save(WEBHOOK_BLOCK, overwrite=True)
+    block = Webhook(
+        url=webhook_url,
+        method="POST",
+        headers={"Content-Type": "application/json"},
+        allow_private_urls=allow_private or literal_loopback(webhook_url),
+    )
+    block_id = block.save(WEBHOOK_BLOCK, overwrite=True)
     automation = AutomationCore(
         name=AUTOMATION_NAME,
-        description="strataflow: POST failed, crashed and completed_with_errors runs to the webhook",
+        description="strataflow: POST failed, crashed, late, completed_with_errors and recovered runs",
         enabled=True,
         trigger=alert_trigger(),
         actions=[CallWebhook(block_document_id=block_id, payload=PAYLOAD)],
     )
+    late = AutomationCore(
+        name=LATE_AUTOMATION_NAME,
+        description=f"strataflow: POST a nightly or weekly run running over {late_after_minutes} min",
+        enabled=True,
+        trigger=late_run_trigger(late_after_minutes),
+        actions=[
+            CallWebhook(
+                block_document_id=block_id,
+                payload=LATE_PAYLOAD.replace("__MINUTES__", str(int(late_after_minutes))),
+            )
+        ],
+    )
     with get_client(sync_client=True) as client:
-        for old in client.read_automations_by_name(AUTOMATION_NAME):
-            client.delete_automation(old.id)
+        for name in (AUTOMATION_NAME, LATE_AUTOMATION_NAME):
+            for old in client.read_automations_by_name(name):
+                client.delete_automation(old.id)
+        client.create_automation(late)
         return client.create_automation(automation)

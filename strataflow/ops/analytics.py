@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,11 @@ from strataflow.ops.dbt_sources import ANALYTICS_DIR
 BUILDER = "strataflow_dbt"
 BUILDER_GROUP = "strataflow_transform"
 DBT_TIMEOUT_S = 1800.0
+
+
+class AnalyticsFailed(RuntimeError):
+    """dbt failed (a node errored or a test failed): the flow run that ran it fails with these errors."""
+
 
 SELECT_BUILDER = text(
     """
@@ -104,9 +110,11 @@ def _results(path: Path) -> list[DbtNodeResult]:
     return rows
 
 
-def run_dbt(settings: Settings, args: list[str], project_dir: Path = ANALYTICS_DIR) -> AnalyticsRun:
+def run_dbt(
+    settings: Settings, args: list[str], project_dir: Path = ANALYTICS_DIR, echo: bool = False
+) -> AnalyticsRun:
     """Run `dbt ARGS` on the project as strataflow_dbt; the outcome and per-node results (never raises for a
-    failing node: the caller decides)."""
+    failing node: the caller decides). With echo, dbt's own progress lines go to stderr as dbt prints them."""
     if not (project_dir / "dbt_project.yml").exists():
         raise UserError(f"no dbt project at {project_dir} (analytics/dbt_project.yml of the checkout)")
     if importlib.util.find_spec("dbt") is None:
@@ -131,23 +139,41 @@ def run_dbt(settings: Settings, args: list[str], project_dir: Path = ANALYTICS_D
         "--log-path",
         str(logs),
     ]
-    try:
-        done = subprocess.run(
-            command, env=env, cwd=project_dir, capture_output=True, text=True, timeout=DBT_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired:
-        raise UserError(f"dbt {' '.join(args)} did not finish within {DBT_TIMEOUT_S:.0f} s") from None
-    output = (done.stdout or "") + (done.stderr or "")
+    returncode, output = _run_streaming(command, env, project_dir, echo)
     (logs / f"{args[0]}.out").write_text(output, encoding="utf-8")
-    error = None if done.returncode == 0 else _error_lines(output)
+    error = None if returncode == 0 else _error_lines(output)
     return AnalyticsRun(
         command=" ".join(["dbt", *args]),
-        success=done.returncode == 0,
+        success=returncode == 0,
         target_dir=str(target),
         log_path=str(logs / f"{args[0]}.out"),
         results=_results(results_file),
         error=error,
     )
+
+
+def _run_streaming(command: list[str], env: dict[str, str], cwd: Path, echo: bool) -> tuple[int, str]:
+    """Run dbt, keeping its output (and copying each line to stderr as it comes, with echo)."""
+    lines: list[str] = []
+    with subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    ) as process:
+        timer = threading.Timer(DBT_TIMEOUT_S, process.kill)
+        timer.start()
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.append(line)
+                if echo:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+            returncode = process.wait()
+        finally:
+            timed_out = not timer.is_alive()
+            timer.cancel()
+    if timed_out and returncode != 0:
+        raise UserError(f"dbt {' '.join(command[3:5])} did not finish within {DBT_TIMEOUT_S:.0f} s")
+    return returncode, "".join(lines)
 
 
 def _error_lines(output: str) -> str:
@@ -156,19 +182,51 @@ def _error_lines(output: str) -> str:
     return " | ".join((wanted or lines)[-6:])[-1500:]
 
 
-def build(settings: Settings, full_refresh: bool = False) -> AnalyticsRun:
-    """`dbt build`: seeds, staging views, the four marts in schema analytics, and the data tests."""
-    return run_dbt(settings, ["build", "--full-refresh"] if full_refresh else ["build"])
+def selection_args(
+    select: list[str] | None = None,
+    exclude: list[str] | None = None,
+    selector: str | None = None,
+    full_refresh: bool = False,
+    variables: str | None = None,
+) -> list[str]:
+    """dbt's node selection and run options, as `strataflow analytics build|test|docs` pass them through."""
+    args: list[str] = []
+    if select:
+        args += ["--select", *select]
+    if exclude:
+        args += ["--exclude", *exclude]
+    if selector:
+        args += ["--selector", selector]
+    if full_refresh:
+        args.append("--full-refresh")
+    if variables:
+        args += ["--vars", variables]
+    return args
 
 
-def docs(settings: Settings) -> AnalyticsRun:
+def build(
+    settings: Settings, full_refresh: bool = False, options: list[str] | None = None, echo: bool = False
+) -> AnalyticsRun:
+    """`dbt build`: seeds, staging views, the marts in schema analytics, and the data tests."""
+    extra = list(options or [])
+    if full_refresh and "--full-refresh" not in extra:
+        extra.append("--full-refresh")
+    return run_dbt(settings, ["build", *extra], echo=echo)
+
+
+def test(settings: Settings, options: list[str] | None = None, echo: bool = False) -> AnalyticsRun:
+    """`dbt test`: the data tests (and unit tests) of the selected nodes."""
+    return run_dbt(settings, ["test", *(options or [])], echo=echo)
+
+
+def docs(settings: Settings, options: list[str] | None = None, echo: bool = False) -> AnalyticsRun:
     """`dbt docs generate`: manifest.json, catalog.json and index.html in the target directory."""
-    return run_dbt(settings, ["docs", "generate"])
+    return run_dbt(settings, ["docs", "generate", *(options or [])], echo=echo)
 
 
-def freshness(settings: Settings) -> AnalyticsRun:
+def freshness(settings: Settings, echo: bool = False) -> AnalyticsRun:
     """`dbt source freshness`: warn or error when the nightly's or the weekly's relations are stale."""
-    return run_dbt(settings, ["source", "freshness"])
+    return run_dbt(settings, ["source", "freshness"], echo=echo)
 
 
 def results_table(run: AnalyticsRun) -> list[dict[str, Any]]:

@@ -4,8 +4,8 @@ with five plots and the key tables from the analyst views.
 Plots on event time (when it was said), one point per ISO week (data-x is the week's Monday, in
 STRATAFLOW_TIMEZONE): L1 messages per week by namespace, L2 memory items by kind (a running total by the
 weeks their values became true), LLM tokens and cost per week (by the event time of the work each request
-was about, llm_calls.event_at). After a backfill of past weeks they show those weeks, not the day the
-backfill ran. The quarantine rate and the expiry volume are events of the pipeline itself: per day of
+was about, from the view llm_cost_events). After a backfill of past weeks they show those weeks, not the
+day the backfill ran. The quarantine rate and the expiry volume are events of the pipeline itself: per day of
 processing time. Each data point is an SVG <circle class="point"> with data-series/data-x/data-y attributes;
 a small inline script marks <body data-plots-drawn="N"> once the browser has laid the plots out (the
 headless-Chromium test reads it).
@@ -57,11 +57,11 @@ SELECT_ITEMS_BY_KIND = text(
 )
 SELECT_LLM_WEEKLY = text(
     f"""
-    select {week_start_sql("coalesce(c.event_at, c.created_at)", None)} as day,
-        sum(c.prompt_tokens + c.completion_tokens)::float as tokens,
-        coalesce(sum(c.cost_usd), 0)::float as cost_usd
-    from llm_calls as c
-    where coalesce(c.event_at, c.created_at) >= :since and {NS_FILTER.format(col="c.namespace")}
+    select cast(date_trunc('week', e.event_day) as date) as day,
+        sum(e.total_tokens)::float as tokens,
+        coalesce(sum(e.cost_usd), 0)::float as cost_usd
+    from llm_cost_events as e
+    where e.event_day >= cast(:since as date) and {NS_FILTER.format(col="e.namespace")}
     group by 1 order by 1
     """
 )

@@ -129,7 +129,11 @@ def register_alerts(settings: Settings, url: str) -> None:
     from strataflow.ops import alerts
 
     with temporary_settings({PREFECT_API_URL: url}):
-        alerts.register_alerts(settings.alert_webhook.get_secret_value())
+        alerts.register_alerts(
+            settings.alert_webhook.get_secret_value(),
+            settings.alert_webhook_allow_private,
+            settings.alert_late_after_minutes,
+        )
     print("registered the strataflow-alerts automation (STRATAFLOW_ALERT_WEBHOOK)", file=sys.stderr)
 
 

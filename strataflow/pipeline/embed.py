@@ -102,7 +102,7 @@ _SCOPE = "(cast(:namespace as text) is null or namespace = cast(:namespace as te
 
 
 def _select_sql(target: EmbedTarget, reembed: bool) -> TextClause:
-    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards)))
+    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
     return text(
         f"select {columns}, {embedded_text_sql(target.table)} as embedded_text "
         f"from {target.table} where {_PENDING[reembed]} and {_SCOPE} "
@@ -220,6 +220,9 @@ def embed_table(
             writing = writer.submit(_in_transaction, engine, write_page, target, model, rows, vectors, new)
             fresh, after = new, rows[-1][target.cursor]
             setattr(result, target.table, getattr(result, target.table) + len(rows))
+            for row in rows:
+                counts = result.by_namespace.setdefault(row["namespace"], {})
+                counts[target.table] = counts.get(target.table, 0) + 1
             result.encoded += len(new)
             result.cache_hits += len(rows) - len(new)
             advance(len(rows))

@@ -40,6 +40,7 @@ from sqlalchemy import Connection, Engine, text
 from models.llm import ExtractionOutput
 from models.params import EVERY_SCOPE, Recompute, Shard
 from models.results import ExtractResult
+from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
@@ -142,6 +143,7 @@ def scopes_to_extract(
     return stage_scopes(conn, STAGE, namespace, shard, recompute)
 
 
+@telemetry.traced("extract", model_setting="extract_model")
 def extract_new(
     settings: Settings,
     run_id: uuid.UUID | None = None,

@@ -43,6 +43,7 @@ from sqlalchemy import Connection, Engine, text
 from models.lifecycle import RollupResult
 from models.llm import RollupOutput
 from models.params import EVERY_SCOPE, Recompute, Shard
+from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
@@ -282,6 +283,7 @@ def _key_events(
     return events
 
 
+@telemetry.traced("rollup", model_setting="rollup_model")
 def rollup_weeks(
     settings: Settings,
     week_start: date | None = None,

@@ -172,7 +172,10 @@ def close_run(
     extra["run_date"] = run_date.isoformat() if run_date else None
     if plan is not None:
         extra["plan"] = plan.model_dump(mode="json")
-    runs.finish_run(engine, run_id, status, {**counts.model_dump(), **extra}, "; ".join(errors) or None)
+    by_namespace = runs.namespace_counts(everything)
+    runs.finish_run(
+        engine, run_id, status, {**counts.model_dump(), **extra}, "; ".join(errors) or None, by_namespace
+    )
     if errors:
         runs.stage_logger(__name__).warning("%s run ended %s: %s", flow, status, "; ".join(errors))
     return summary

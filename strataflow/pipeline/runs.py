@@ -84,10 +84,24 @@ FINISH_RUN = text(
 FAIL_FLOW_RUN = text(
     """
     update pipeline_runs
-    set status = 'failed', error = :error, finished_at = now()
+    set status = :status, error = :error, finished_at = now()
     where prefect_flow_run_id = :flow_run_id and status = 'running'
+    returning run_id
     """
 )
+SELECT_PREVIOUS_STATE = text(
+    """
+    select p.status from pipeline_runs as p
+    join pipeline_runs as this on this.run_id = :run_id
+    where p.flow = this.flow and p.run_id <> this.run_id and p.status <> 'running'
+        and p.started_at < this.started_at
+        and p.namespace is not distinct from this.namespace
+    order by p.started_at desc
+    limit 1
+    """
+)
+# A run over every namespace: one pipeline_run_namespaces row per namespace it worked in (sql/330).
+ATTRIBUTE_RUN = text("select strataflow_attribute_run(:run_id, cast(:given as jsonb))")
 
 
 class StageFailed(RuntimeError):
@@ -120,6 +134,20 @@ def raise_if_all_failed(result: LLMStageResult, stage: str) -> None:
         raise StageFailed(
             f"{stage}: all {result.units_failed} unit(s) failed: " + "; ".join(result.errors)[:ERROR_CHARS]
         )
+
+
+def namespace_counts(results: Iterable[Any]) -> dict[str, dict[str, float]]:
+    """What the results counted per namespace (their `by_namespace` fields), summed over the results."""
+    merged: dict[str, dict[str, float]] = {}
+    for result in results:
+        for namespace, counts in (_fields(result).get("by_namespace") or {}).items():
+            if not isinstance(counts, Mapping):
+                continue
+            into = merged.setdefault(str(namespace), {})
+            for key, value in counts.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    into[key] = into.get(key, 0) + value
+    return merged
 
 
 def _fields(result: Any) -> Mapping[str, Any]:
@@ -181,6 +209,8 @@ def mark_crashed(engine: Engine, flow: str) -> list[uuid.UUID]:
         dead = [row.run_id for row in rows if not process_alive(row.pid, row.process_started_at)]
         if dead:
             conn.execute(MARK_CRASHED, {"run_ids": dead})
+            for run_id in dead:  # what a crashed run over every namespace did, as far as it left traces
+                conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": "{}"})
     return dead
 
 
@@ -220,8 +250,10 @@ def finish_run(
     status: str,
     counts: dict[str, Any] | None = None,
     error: str | None = None,
+    by_namespace: dict[str, dict[str, float]] | None = None,
 ) -> None:
-    """Close a run with one of the final states (module docstring) and its counts."""
+    """Close a run with one of the final states (module docstring) and its counts; a run over every
+    namespace is attributed to each namespace it worked in (by_namespace: what its results counted there)."""
     with engine.begin() as conn:
         conn.execute(
             FINISH_RUN,
@@ -232,6 +264,7 @@ def finish_run(
                 "error": error[:ERROR_CHARS] if error else None,
             },
         )
+        conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": json.dumps(by_namespace or {})})
 
 
 def recorded_error(exc: BaseException) -> str:
@@ -254,14 +287,26 @@ PREFECT_FAILURE = re.compile(
 OWN_ERRORS = frozenset({"LLMError", "BudgetExhausted", "NamespaceBudgetExhausted", "UserError"})
 
 
-def fail_flow_run(engine: Engine, prefect_flow_run_id: str | uuid.UUID, error: str) -> None:
-    """Close the still-running row of a Prefect flow run as failed (the flows' failure and crash hook); of
-    the state's message only the exception class is kept unless it is one of the project's own errors."""
+def previous_state(engine: Engine, run_id: uuid.UUID) -> str | None:
+    """The final state of the run of the same flow (and namespace) before this one, if any."""
+    with engine.connect() as conn:
+        state = conn.execute(SELECT_PREVIOUS_STATE, {"run_id": run_id}).scalar()
+    return str(state) if state is not None else None
+
+
+def fail_flow_run(
+    engine: Engine, prefect_flow_run_id: str | uuid.UUID, error: str, status: str = FAILED
+) -> None:
+    """Close the still-running row of a Prefect flow run as failed or crashed (the flows' failure and crash
+    hook); of the state's message only the exception class is kept unless it is one of the project's own
+    errors."""
     found = PREFECT_FAILURE.match(error)
     if found is not None and found.group("name").rsplit(".", 1)[-1] not in OWN_ERRORS:
         error = f"{found.group('head')}{found.group('name')} (message not recorded, it may quote user text)"
+    params = {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS], "status": status}
     with engine.begin() as conn:
-        conn.execute(FAIL_FLOW_RUN, {"flow_run_id": prefect_flow_run_id, "error": error[:ERROR_CHARS]})
+        for run_id in conn.execute(FAIL_FLOW_RUN, params).scalars().all():
+            conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": "{}"})
 
 
 def record_run(
@@ -280,5 +325,5 @@ def record_run(
         finish_run(engine, run_id, FAILED, error=recorded_error(exc))
         raise
     errors = "; ".join(stage_errors([result])) or None
-    finish_run(engine, run_id, run_status([result]), run_counts(result), errors)
+    finish_run(engine, run_id, run_status([result]), run_counts(result), errors, namespace_counts([result]))
     return result

@@ -46,6 +46,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryHit
+from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.llm.tokens import count_tokens
 from strataflow.retrieval.context_budget import (
@@ -100,6 +101,7 @@ class ContextResult(BaseModel):
     count_dropped: int
 
 
+@telemetry.traced("context")
 def build_context(
     conn: Connection,
     settings: Settings,

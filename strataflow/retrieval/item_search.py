@@ -20,6 +20,7 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from models.memory_items import MemoryHit
+from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.memory.api import ITEM_COLUMNS, READABLE, visible_to_agent
 from strataflow.memory.item_fields import checked_limit, hit_of, resolve_type
@@ -47,6 +48,7 @@ SELECT_SUBJECT_ITEMS = text(
 )
 
 
+@telemetry.traced("search")
 def search_memories(
     conn: Connection,
     settings: Settings,

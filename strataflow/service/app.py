@@ -31,7 +31,7 @@ from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for, work_deadline
 from strataflow.db.roles import AccessError
-from strataflow.service import docs_pages, errors, keys, openapi
+from strataflow.service import docs_pages, errors, keys, metrics, openapi
 from strataflow.service.deps import bearer_token, strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
@@ -250,5 +250,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     openapi.install(app, settings)
     app.add_middleware(HeavyTurns, sessions=sessions)
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
-    app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)  # outermost
+    app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)
+    metrics.install(app, settings, engine)  # outermost when on: sees the rate limit's 429s too
     return app

@@ -42,8 +42,15 @@ def test_every_analyst_view_is_a_source_with_its_column_comments_and_freshness_w
     for view in views:
         columns = {column["name"]: column["description"] for column in tables[view.name]["columns"]}
         assert columns == view.columns, view.name
-    nightly = tables["memories"]["config"]
-    assert nightly["loaded_at_field"] == "updated_at"
-    assert nightly["freshness"]["warn_after"] == {"count": 1, "period": "day"}
-    assert nightly["freshness"]["error_after"] == {"count": 2, "period": "day"}
-    assert tables["weekly_report_summaries"]["config"]["freshness"]["error_after"]["count"] == 15
+    # freshness follows the schedules, on the runs: data that changes only with new messages has none
+    nightly = tables["pipeline_runs"]["config"]
+    assert nightly["loaded_at_field"] == "started_at"
+    assert nightly["freshness"]["warn_after"] == {"count": 26, "period": "hour"}
+    assert nightly["freshness"]["error_after"] == {"count": 50, "period": "hour"}
+    assert "config" not in tables["memories"]
+    weekly = tables["weekly_runs"]
+    assert (
+        weekly["identifier"] == "pipeline_runs"
+        and weekly["config"]["freshness"]["filter"] == "flow = 'weekly'"
+    )
+    assert weekly["config"]["freshness"]["error_after"] == {"count": 15, "period": "day"}

@@ -36,7 +36,7 @@ def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     class Hook(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (the http.server convention)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            received.append(json.loads(body))
+            received.append({**json.loads(body), "_content_type": self.headers.get("Content-Type")})
             self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -130,6 +130,8 @@ def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automa
         alerts.register_alerts(url)  # again: replaced, not added
         with get_client(sync_client=True) as client:
             assert len(client.read_automations_by_name(alerts.AUTOMATION_NAME)) == 1
+            (late,) = client.read_automations_by_name(alerts.LATE_AUTOMATION_NAME)
+            assert late.enabled and late.trigger.within.total_seconds() == 240 * 60
     env = {**os.environ, "PREFECT_API_URL": prefect_server}
     done = subprocess.run(
         [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=300, check=True
@@ -140,11 +142,14 @@ def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automa
     failed_id, errors_id, _ = runs["ids"]
 
     hit = _wait_for(received, lambda body: body["flow_run_id"] == failed_id)
-    assert hit["event"] == "prefect.flow-run.Failed" and "unreachable" in hit["state_message"]
+    assert hit["event"] == "prefect.flow-run.Failed" and hit["kind"] == "failed" and hit["flow"] == "weekly"
+    assert hit["_content_type"] == "application/json"
+    assert "RuntimeError" in hit["state_message"] and "unreachable" not in json.dumps(hit)  # no error text
+    assert hit["state"] == "FAILED" and "flow_run_url" in hit and hit["flow_run_name"] in hit["text"]
     hit = _wait_for(received, lambda body: body["event"] == alerts.EVENT_WITH_ERRORS)
-    assert hit["flow_run_id"] == errors_id
-    assert hit["payload"]["failed_scopes"] == ["extract of scope sha256:abc failed"]
-    assert hit["payload"]["counts"]["units_failed"] == 1
+    assert hit["flow_run_id"] == errors_id and hit["run_id"] == "r-1" and hit["flow"] == "nightly"
+    assert hit["failed_scopes"] == ["extract of scope sha256:abc failed"]
+    assert hit["counts"]["units_failed"] == 1
     time.sleep(3)  # what else arrives: only the two alerts (no completed event, no other flow's failure)
     assert sorted(body["event"] for body in received) == ["prefect.flow-run.Failed", alerts.EVENT_WITH_ERRORS]
 
@@ -160,3 +165,30 @@ def test_a_closed_run_emits_completed_and_only_a_run_with_errors_the_second_even
         alerts.EVENT_WITH_ERRORS,
     ]
     assert alerts.run_event_names(summary("failed")) == []
+    recovered = [alerts.EVENT_COMPLETED, alerts.EVENT_RECOVERED]
+    assert alerts.run_event_names(summary("completed"), previous="failed") == recovered
+    assert alerts.run_event_names(summary("completed"), previous="completed") == [alerts.EVENT_COMPLETED]
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://93.184.215.14/hook", True),  # a public address
+        ("http://127.0.0.1:9/hook", True),  # a literal loopback address: the operator means this machine
+        ("http://10.1.2.3/hook", False),
+        ("http://192.168.0.7/hook", False),
+        ("http://169.254.169.254/latest/meta-data", False),  # link-local: a cloud's metadata service
+        ("http://localhost:9/hook", False),  # a name resolving to loopback is not literal
+        ("ftp://93.184.215.14/hook", False),
+    ],
+)
+def test_the_webhook_refuses_internal_addresses_unless_allowed(url: str, allowed: bool) -> None:
+    from strataflow.errors import UserError
+
+    if allowed:
+        alerts.check_webhook(url, allow_private=False)
+        return
+    with pytest.raises(UserError):
+        alerts.check_webhook(url, allow_private=False)
+    if not url.startswith("ftp"):
+        alerts.check_webhook(url, allow_private=True)

@@ -93,8 +93,11 @@ def test_embed_pending_embeds_every_table_and_encodes_identical_texts_once(
 ) -> None:
     before = encode_count()
     result = embed_pending(settings, progress=False, namespace=seeded)
+    tables = {"conversation_messages": 3, "memory_items": 1, "weekly_reports": 1, "insights": 1}
+    by_namespace = {seeded: tables}
     assert result == EmbedResult(
         model=MODEL,
+        by_namespace=by_namespace,
         conversation_messages=3,
         memory_items=1,
         weekly_reports=1,

@@ -1,0 +1,221 @@
+"""Prometheus metrics and OpenTelemetry spans of the API (STRATAFLOW_API_METRICS, OTEL_EXPORTER_OTLP_*).
+
+`install(app, settings, engine)` adds one ASGI middleware, outermost, and with STRATAFLOW_API_METRICS=true
+the route `GET /metrics` (Prometheus text, no key: bind the API to 127.0.0.1 or put it behind the proxy
+that guards the rest). Nothing of prometheus_client or OpenTelemetry is imported when both are off.
+
+Metrics (each app has its own registry, so two apps in one process never share counts):
+- strataflow_http_request_duration_seconds{method, route, status}: a histogram per route template
+  (/v1/memories/{memory_id}, never the id itself) and status code; unmatched paths count as route "other".
+- strataflow_http_rate_limited_total{route}: requests refused with 429 by the rate limit.
+- strataflow_db_pool_connections{state}: the pool's checked-out, idle and overflow connections, and its size.
+- strataflow_embed_on_write_seconds: encoding an item's vector while writing it (strataflow.telemetry.timed).
+
+Spans (OTLP): one `strataflow.http` span per request that names a memory operation (context, search,
+write, ...) with `gen_ai.operation.name`, `http.route`, `http.response.status_code` and the namespace's
+hash once the key is known; never a query, a message or a subject id.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import FastAPI
+from sqlalchemy import Engine
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from strataflow import telemetry
+from strataflow.config import Settings
+
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# (method, route template prefix) -> the memory operation a request performs (span names and attributes).
+OPERATIONS: tuple[tuple[str, str, str], ...] = (
+    ("GET", "/v1/context", "context"),
+    ("POST", "/v1/memories/search", "search"),
+    ("POST", "/v1/messages", "write"),
+    ("POST", "/v1/memories", "write"),
+    ("PATCH", "/v1/memories", "write"),
+    ("DELETE", "/v1/memories", "delete"),
+    ("POST", "/v1/save_info", "extract"),
+    ("POST", "/v1/summarize", "summarize"),
+    ("POST", "/mem0/v3/memories/search", "search"),
+    ("POST", "/mem0/v3/memories/add", "write"),
+    ("POST", "/v1/store/batch", "store_batch"),
+    ("POST", "/mcp", "mcp"),
+)
+
+
+def operation_of(method: str, route: str) -> str | None:
+    for verb, prefix, operation in OPERATIONS:
+        if method == verb and route.startswith(prefix):
+            return operation
+    return None
+
+
+class Metrics:
+    """The registry and instruments of one app."""
+
+    def __init__(self, engine: Engine) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client.core import GaugeMetricFamily
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.duration = Histogram(
+            "strataflow_http_request_duration_seconds",
+            "Time from the request's first byte to the response's last, per route template and status.",
+            ["method", "route", "status"],
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+        self.rate_limited = Counter(
+            "strataflow_http_rate_limited",
+            "Requests the rate limit refused (429).",
+            ["route"],
+            registry=self.registry,
+        )
+        self.embed_on_write = Histogram(
+            "strataflow_embed_on_write_seconds",
+            "Encoding a memory item's vector while it is written (online writes, save_info, extraction).",
+            buckets=DURATION_BUCKETS,
+            registry=self.registry,
+        )
+
+        class PoolCollector:
+            def collect(self) -> Any:
+                pool: Any = engine.pool
+                gauge = GaugeMetricFamily(
+                    "strataflow_db_pool_connections",
+                    "Connections of this process's database pool by state (size: the configured pool size).",
+                    labels=["state"],
+                )
+                for state, read in (
+                    ("checked_out", "checkedout"),
+                    ("idle", "checkedin"),
+                    ("overflow", "overflow"),
+                    ("size", "size"),
+                ):
+                    value = getattr(pool, read, None)
+                    if callable(value):
+                        gauge.add_metric([state], max(float(value()), 0.0))
+                yield gauge
+
+        self.registry.register(PoolCollector())
+
+    def observe(self, name: str, seconds: float) -> None:
+        if name == "embed_on_write":
+            self.embed_on_write.observe(seconds)
+
+    def exposition(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return bytes(generate_latest(self.registry))
+
+
+class Observe:
+    """ASGI middleware: each HTTP request's duration by route template and status (with metrics on), and a
+    span per memory operation (with tracing on)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics | None, routes: list[Any]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") == "/metrics":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        route = "other"
+        with telemetry.span("http") as add:
+            try:
+                await self.app(scope, receive, sending)
+            finally:
+                route = _route(scope, self.routes)
+                method = str(scope.get("method", "GET"))
+                add(
+                    http__request__method=method,
+                    http__route=route,
+                    http__response__status_code=status,
+                    gen_ai__operation__name=operation_of(method, route),
+                    strataflow__namespace__hash=_namespace_hash(scope),
+                )
+                if self.metrics is not None:
+                    self.metrics.duration.labels(method, route, str(status)).observe(
+                        time.perf_counter() - started
+                    )
+                    if status == 429:
+                        self.metrics.rate_limited.labels(route).inc()
+
+
+def _route(scope: Scope, routes: list[Any]) -> str:
+    """The route's template (never the concrete path: ids and names stay out of labels). A request refused
+    before routing (the rate limit, the body limit) is matched here against the app's routes."""
+    matched = scope.get("route")
+    path = getattr(matched, "path", None)
+    if isinstance(path, str):
+        return path
+    found = _template(scope, routes)
+    if found is not None:
+        return found
+    raw = str(scope.get("path", ""))
+    for mount in ("/mcp", "/mem0"):
+        if raw == mount or raw.startswith(mount + "/"):
+            return mount
+    return "other"
+
+
+def _template(scope: Scope, routes: list[Any]) -> str | None:
+    for candidate in routes:
+        path = getattr(candidate, "path", None)
+        if isinstance(path, str) and path:
+            match, _ = candidate.matches(scope)
+            if match == Match.FULL:
+                return path
+        elif hasattr(candidate, "effective_route_contexts"):  # a router included by FastAPI >= 0.150
+            method = scope.get("method")
+            for context in candidate.effective_route_contexts():
+                regex, methods = getattr(context, "path_regex", None), getattr(context, "methods", None)
+                if (
+                    regex is not None
+                    and regex.match(str(scope.get("path", "")))
+                    and (not methods or method in methods)
+                ):
+                    return str(context.path_format)
+    return None
+
+
+def _namespace_hash(scope: Scope) -> str | None:
+    """The hash of the namespace the request acted in, when the handler recorded it (scope state)."""
+    state = scope.get("state") or {}
+    namespace = state.get("namespace") if isinstance(state, dict) else None
+    return telemetry.namespace_hash(namespace) if isinstance(namespace, str) else None
+
+
+def install(app: FastAPI, settings: Settings, engine: Engine) -> None:
+    """Metrics and spans for this app, as the settings ask (nothing at all when both are off)."""
+    tracing = telemetry.configure_from(settings, "strataflow-api")
+    if not (settings.api_metrics or tracing):
+        return
+    metrics = Metrics(engine) if settings.api_metrics else None
+    if metrics is not None:
+        telemetry.add_observer(metrics.observe)
+        app.state.metrics = metrics
+
+        @app.get("/metrics", include_in_schema=False)
+        def prometheus_metrics(request: Request) -> Response:
+            return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+
+    app.add_middleware(Observe, metrics=metrics, routes=app.router.routes)

@@ -1,0 +1,208 @@
+"""Traces and timings of memory operations, for the platform's own stack (OpenTelemetry, Prometheus).
+
+Off unless configured, and then cheap: nothing here imports OpenTelemetry until `configure_tracing` is
+called with an OTLP endpoint (the standard OTEL_EXPORTER_OTLP_* settings; strataflow.config reads them),
+and `span` is a no-op context manager until then.
+
+- `configure_tracing(endpoint, service)`: a TracerProvider with a batching OTLP exporter. The exporter reads
+  the other OTEL_EXPORTER_OTLP_* variables itself (protocol http/protobuf, headers, timeout); grpc needs
+  the grpc exporter installed. The API server, `strataflow mcp` and the flows call it once per process.
+- `span(operation, **attributes)`: one span per memory operation (search, context, write, extract, rollup,
+  ...). Attributes use the GenAI semantic conventions where they define a name (`gen_ai.operation.name`,
+  `gen_ai.request.model`, `gen_ai.usage.input_tokens`, ...) and `strataflow.*` otherwise. A namespace
+  goes in as `strataflow.namespace.hash` (namespace_hash), never as text, and no attribute ever holds user
+  text (queries, messages, subject ids).
+- `observe(name, seconds)`: a timing (embed_on_write, ...) handed to whoever registered an observer (the
+  API's Prometheus metrics, strataflow.service.metrics); nothing when nobody listens.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from strataflow.config import Settings
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+TRACER_NAME = "strataflow"
+# Result fields recorded on a span when the traced function returns them (counts, never text).
+RESULT_FIELDS = ("llm_calls", "tokens", "cost_usd", "units_failed", "scopes", "messages", "items_new",
+                 "items_changed", "reports_written", "accepted", "quarantined")  # fmt: skip
+Observer = Callable[[str, float], None]
+
+_tracer: Any = None
+_observers: list[Observer] = []
+
+
+def namespace_hash(namespace: str) -> str:
+    """How traces name a namespace: the first 16 hex digits of its sha256 (stable, not reversible by eye)."""
+    return hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:16]
+
+
+def configure_tracing(endpoint: str | None, service: str, protocol: str = "http/protobuf") -> bool:
+    """Export spans over OTLP when an endpoint is configured; True when tracing is on. Idempotent."""
+    global _tracer
+    if _tracer is not None:
+        return True
+    if not endpoint:
+        return False
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        logger.warning(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but OpenTelemetry is not installed: "
+            "pip install -e '.[observability]'; no spans are exported"
+        )
+        return False
+    exporter = _otlp_exporter(protocol, endpoint)
+    if exporter is None:
+        return False
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):  # another part of the process set one up: add to it
+        provider = current
+    else:
+        provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+    _tracer = trace.get_tracer(TRACER_NAME)
+    logger.info("exporting OpenTelemetry spans to %s", endpoint)
+    return True
+
+
+def configure_from(settings: Settings, service: str) -> bool:
+    """configure_tracing from the settings (OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME over `service`): the
+    traces endpoint as given, else the base endpoint (+ /v1/traces over HTTP, as the OTLP spec says)."""
+    endpoint = settings.otel_traces_endpoint
+    if endpoint is None and settings.otel_endpoint:
+        base = settings.otel_endpoint.rstrip("/")
+        endpoint = base if settings.otel_protocol == "grpc" else f"{base}/v1/traces"
+    return configure_tracing(endpoint, settings.otel_service_name or service, settings.otel_protocol)
+
+
+def _otlp_exporter(protocol: str, endpoint: str) -> Any:
+    """The OTLP span exporter for the protocol and endpoint (it reads headers and timeout itself)."""
+    try:
+        if protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        logger.warning("no OTLP exporter for protocol %s is installed: no spans are exported", protocol)
+        return None
+    return OTLPSpanExporter(endpoint=endpoint)
+
+
+def tracing_enabled() -> bool:
+    return _tracer is not None
+
+
+def flush_and_stop() -> None:
+    """Export what is buffered and stop tracing in this process (spans become no-ops again)."""
+    global _tracer
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    provider: Any = trace.get_tracer_provider()
+    if hasattr(provider, "force_flush"):
+        provider.force_flush()
+    _tracer = None
+
+
+@contextmanager
+def span(operation: str, **attributes: Any) -> Iterator[Callable[..., None]]:
+    """A span named `strataflow.<operation>` around the block (a no-op when tracing is off). Yields a
+    function that adds attributes once they are known (counts, tokens)."""
+    if _tracer is None:
+        yield _ignore
+        return
+    with _tracer.start_as_current_span(f"strataflow.{operation}") as current:
+        current.set_attribute("strataflow.operation", operation)
+
+        def add(**more: Any) -> None:
+            for key, value in more.items():
+                if value is not None:
+                    current.set_attribute(_attribute_name(key), value)
+
+        add(**attributes)
+        yield add
+
+
+def traced(operation: str, model_setting: str | None = None) -> Callable[[F], F]:
+    """Decorate a memory operation: a span `strataflow.<operation>` with gen_ai.operation.name, the
+    namespace's hash (its `namespace` argument), the model (gen_ai.request.model: the named setting of its
+    `settings` argument) and the counts its result carries (RESULT_FIELDS). Free when tracing is off."""
+
+    def decorate(function: F) -> F:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _tracer is None:
+                return function(*args, **kwargs)
+            bound = signature.bind_partial(*args, **kwargs).arguments
+            namespace, settings = bound.get("namespace"), bound.get("settings")
+            with span(operation, gen_ai__operation__name=operation) as add:
+                if isinstance(namespace, str):
+                    add(strataflow__namespace__hash=namespace_hash(namespace))
+                if model_setting and isinstance(settings, Settings):
+                    add(gen_ai__request__model=str(getattr(settings, model_setting)))
+                result = function(*args, **kwargs)
+                for field in RESULT_FIELDS:
+                    value = getattr(result, field, None)
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        add(**{f"strataflow__{field}": value})
+                return result
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _attribute_name(key: str) -> str:
+    """Keyword names as attribute names: gen_ai__operation__name -> gen_ai.operation.name."""
+    return key.replace("__", ".")
+
+
+def _ignore(**_: Any) -> None:
+    return None
+
+
+def add_observer(observer: Observer) -> None:
+    if observer not in _observers:
+        _observers.append(observer)
+
+
+def remove_observer(observer: Observer) -> None:
+    if observer in _observers:
+        _observers.remove(observer)
+
+
+def observe(name: str, seconds: float) -> None:
+    """Hand a timing to the registered observers (none: nothing happens)."""
+    for observer in list(_observers):
+        observer(name, seconds)
+
+
+@contextmanager
+def timed(name: str) -> Iterator[None]:
+    """observe(name, the block's duration) when anybody listens."""
+    if not _observers:
+        yield
+        return
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        observe(name, time.perf_counter() - started)

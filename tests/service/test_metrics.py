@@ -1,0 +1,90 @@
+"""Metrics and traces of the API (strataflow/service/metrics.py, strataflow/telemetry.py): with
+STRATAFLOW_API_METRICS=true, GET /metrics answers Prometheus text with request-duration histograms per route
+template and status, the rate limit's refusals and the pool; with an OTLP endpoint, memory operations reach
+a real OTLP/HTTP receiver as spans that carry the namespace's hash and never its text."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from sqlalchemy import Engine
+
+from strataflow import telemetry
+from strataflow.config import Settings
+from strataflow.retrieval.context import build_context
+from tests.fixtures.service import Tenant, _serve
+
+
+@pytest.fixture(scope="module")
+def metrics_url(engine: Engine, settings: Settings) -> Iterator[str]:
+    yield from _serve(
+        settings.model_copy(update={"api_metrics": True, "api_rate_per_s": 0.01, "api_rate_burst": 3})
+    )
+
+
+def test_metrics_are_off_unless_asked(api_url: str) -> None:
+    assert httpx.get(f"{api_url}/metrics", timeout=30).status_code == 404
+
+
+def test_metrics_show_request_durations_per_route_template_refusals_and_the_pool(
+    metrics_url: str, tenants: dict[str, Tenant], subject: str
+) -> None:
+    with tenants["alpha"].client(metrics_url) as client:
+        statuses = [
+            client.get("/v1/context", params={"subject": subject, "query": "where do I live"}).status_code
+            for _ in range(5)
+        ]
+    assert statuses[0] == 200 and 429 in statuses
+    scraped = httpx.get(f"{metrics_url}/metrics", timeout=30)
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    text = scraped.text
+    bucket = 'strataflow_http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v1/context",'
+    assert bucket + 'status="200"}' in text
+    assert 'route="/v1/context",status="429"' in text, [line for line in text.splitlines() if "429" in line]
+    assert 'strataflow_http_rate_limited_total{route="/v1/context"}' in text
+    assert 'strataflow_db_pool_connections{state="size"}' in text
+    assert subject not in text  # labels carry route templates, never what a request named
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    bodies: list[tuple[str, bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        Receiver.bodies.append((self.path, body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+def test_a_context_call_reaches_an_otlp_receiver_as_a_span_without_user_text(
+    engine: Engine, settings: Settings
+) -> None:
+    server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"  # as OTEL_EXPORTER_OTLP_ENDPOINT: + /v1/traces
+    try:
+        traced = settings.model_copy(update={"otel_endpoint": endpoint, "otel_service_name": "sf-test"})
+        assert telemetry.configure_from(traced, "strataflow-test")
+        with engine.connect() as conn:
+            build_context(conn, settings, "ns-private-name", "subject-private", "my secret question")
+        telemetry.flush_and_stop()
+    finally:
+        server.shutdown()
+    assert Receiver.bodies and Receiver.bodies[0][0] == "/v1/traces"
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(Receiver.bodies[0][1])
+    spans = [s for r in request.resource_spans for ss in r.scope_spans for s in ss.spans]
+    context = next(s for s in spans if s.name == "strataflow.context")
+    attributes = {a.key: a.value.string_value for a in context.attributes}
+    assert attributes["gen_ai.operation.name"] == "context"
+    assert attributes["strataflow.namespace.hash"] == telemetry.namespace_hash("ns-private-name")
+    raw = b"".join(body for _, body in Receiver.bodies)
+    assert b"ns-private-name" not in raw and b"subject-private" not in raw and b"secret question" not in raw
