@@ -11,8 +11,8 @@ versioned delete (api.delete_row).
 - `metadata_values`: the distinct values at one path of the metadata of the visible active items.
 - `every_memory`: the visible active items of a subject (or the namespace), newest first, every page of
   api.list_memories up to a bound.
-- `delete_memories`: a versioned delete of every active item of a subject / agent / conversation that the
-  request may change: the viewer's own and the namespace's, or, for a caller that may write the whole
+- `delete_memories`: a versioned delete of every active item of a subject / agent / conversation / app that
+  the request may change: the viewer's own and the namespace's, or, for a caller that may write the whole
   namespace (`every_agent`), every agent's too.
 
 The caller owns the transaction.
@@ -33,6 +33,7 @@ from strataflow.memory.item_fields import item_of
 
 MAX_LISTED = 10_000  # every_memory's default bound: a whole-scope read stays a bounded one
 CONVERSATION_KEY = "conversation_id"  # metadata field of an item written for one conversation (mem0 run_id)
+APP_KEY = "app_id"  # metadata field of an item written for one mem0 app
 SELECT_FROM_MESSAGES = text(
     f"""
     select {ITEM_COLUMNS} from memory_items as mi
@@ -59,6 +60,9 @@ SELECT_ENTITIES = text(
         union all
         select 'run', mi.metadata ->> '{CONVERSATION_KEY}', mi.created_at, mi.updated_at
         from memory_items as mi where {READABLE} and mi.metadata ? '{CONVERSATION_KEY}'
+        union all
+        select 'app', mi.metadata ->> '{APP_KEY}', mi.created_at, mi.updated_at
+        from memory_items as mi where {READABLE} and mi.metadata ? '{APP_KEY}'
     ) as e
     group by entity_type, name
     order by entity_type, name
@@ -78,6 +82,7 @@ SELECT_DELETABLE = text(
         and (:every_agent or mi.agent_id is null or mi.agent_id = cast(:viewer as text))
         and (cast(:subject_id as text) is null or mi.subject_id = :subject_id)
         and (cast(:owner as text) is null or mi.agent_id = :owner)
+        and (cast(:app_id as text) is null or mi.metadata ->> '{APP_KEY}' = :app_id)
         and (cast(:conversation_id as text) is null or mi.metadata ->> '{CONVERSATION_KEY}' = :conversation_id
              or exists (select 1 from message_keys as k
                         where k.message_id = any(mi.source_message_ids) and k.namespace = mi.namespace
@@ -186,6 +191,7 @@ def delete_memories(
     subject_id: str | None = None,
     owner: str | None = None,
     conversation_id: str | None = None,
+    app_id: str | None = None,
     every_agent: bool = False,
 ) -> list[int]:
     """Delete (versioned, like api.delete_memory) every active item of the subject / owning agent /
@@ -193,7 +199,7 @@ def delete_memories(
     with every_agent (the caller checks that the request may write the whole namespace). Returns their ids."""
     params = {
         "namespace": namespace, "viewer": viewer, "subject_id": subject_id, "owner": owner,
-        "conversation_id": conversation_id, "every_agent": every_agent,
+        "conversation_id": conversation_id, "app_id": app_id, "every_agent": every_agent,
     }  # fmt: skip
     deleted = []
     for row in conn.execute(SELECT_DELETABLE, params).mappings().all():
