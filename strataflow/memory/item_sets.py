@@ -206,3 +206,49 @@ def delete_memories(
         delete_row(conn, namespace, row)
         deleted.append(int(row["item_id"]))
     return deleted
+
+
+# An item with a time to live keeps {"ttl": minutes, "expires_at": epoch seconds} at a metadata path (the
+# LangGraph store's `langgraph`): reads treat it as gone once expires_at has passed, a read may restart it,
+# and `delete_expired` is the sweep.
+REFRESH_EXPIRY = text(
+    """
+    update memory_items set metadata = jsonb_set(metadata, cast(:path as text[]) || array['expires_at'],
+        to_jsonb(extract(epoch from now())
+            + cast(metadata #>> (cast(:path as text[]) || array['ttl']) as float) * 60))
+    where namespace = :namespace and item_id = any(cast(:item_ids as bigint[])) and status = 'active'
+        and jsonb_typeof(metadata #> (cast(:path as text[]) || array['ttl'])) = 'number'
+    """
+)
+SELECT_EXPIRED = text(
+    """
+    select mi.item_id, mi.subject_id, mi.agent_id, mi.kind, mi.key, mi.valid_from from memory_items as mi
+    where mi.namespace = :namespace and mi.status = 'active'
+        and mi.agent_id is not distinct from cast(:agent_id as text)
+        and jsonb_typeof(mi.metadata #> (cast(:path as text[]) || array['expires_at'])) = 'number'
+        and cast(mi.metadata #>> (cast(:path as text[]) || array['expires_at']) as float)
+            < extract(epoch from now())
+    order by mi.item_id
+    limit :limit
+    for update skip locked
+    """
+)
+
+
+def refresh_expiry(conn: Connection, namespace: str, item_ids: Sequence[int], path: Sequence[str]) -> None:
+    """Restart the time to live of these items (those that have one): expires_at = now + ttl minutes."""
+    if item_ids:
+        params = {"namespace": namespace, "item_ids": list(item_ids), "path": list(path)}
+        conn.execute(REFRESH_EXPIRY, params)
+
+
+def delete_expired(
+    conn: Connection, namespace: str, path: Sequence[str], *, agent_id: str | None, limit: int = 100
+) -> list[int]:
+    """The sweep: a versioned delete of up to `limit` of the agent's items whose time to live has passed."""
+    params = {"namespace": namespace, "path": list(path), "agent_id": agent_id, "limit": limit}
+    deleted = []
+    for row in conn.execute(SELECT_EXPIRED, params).mappings().all():
+        delete_row(conn, namespace, row)
+        deleted.append(int(row["item_id"]))
+    return deleted
