@@ -55,6 +55,14 @@ def mem0_entry_name(text: str) -> str:
     return f"{text[: MAX_NAME_CHARS - 16].rstrip()} … {digest}"
 
 
+def mem0_text(content: str, statement: str | None, source: str) -> str:
+    """What mem0 shows as a memory: its text as written, or, for an extracted item (whose value may be a
+    bare "Lisbon"), the statement it rests on, a sentence."""
+    if source == "extracted" and statement and statement.strip():
+        return statement
+    return content
+
+
 def mem0_metadata(
     metadata: Mapping[str, Any] | None, run_id: str | None, app_id: str | None
 ) -> dict[str, Any]:

@@ -73,9 +73,10 @@ def item_vector(
 ) -> tuple[np.ndarray, str]:
     """(vector, model name) of an item's text under the configured embedding model."""
     embedder = get_embedder(settings)
-    wanted = item_text(conn, statement, key, value)
     ahead = _AHEAD.get()
-    if ahead is not None and wanted in ahead:
-        return ahead[wanted], embedder.model_name
+    trimmed = (statement or "").strip(TRIMMED)
+    if ahead is not None and trimmed in ahead:  # a non-empty trimmed statement is ITEM_TEXT's text
+        return ahead[trimmed], embedder.model_name
+    wanted = item_text(conn, statement, key, value)
     vector = embedder.encode([wanted])[0]
     return np.asarray(vector, dtype=np.float32), embedder.model_name

@@ -30,7 +30,8 @@ def shown_metadata(item: MemoryItem) -> dict[str, Any] | None:
 
 def memory_of(item: MemoryItem, run_id: str | None) -> Mem0Memory:
     return Mem0Memory(
-        id=str(item.id), memory=item.content, user_id=item.subject, agent_id=item.agent, run_id=run_id,
+        id=str(item.id), memory=adapters.mem0_text(item.content, item.statement, item.source),
+        user_id=item.subject, agent_id=item.agent, run_id=run_id,
         app_id=adapters.app_of(item.metadata), hash=hashlib.md5(item.content.encode()).hexdigest(),
         metadata=shown_metadata(item),
         categories=[item.category] if item.category else [], created_at=item.created_at,

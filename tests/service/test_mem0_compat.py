@@ -120,9 +120,10 @@ def test_infer_true_is_pending_until_extraction_then_found_by_meaning(
     assert (pending["status"], pending["results"], pending["payload"]["run_id"]) == ("PENDING", [], "chat-7")
     extract_new(scripted_model.settings, namespace=tenant.namespace, progress=False)
     done = httpx.get(event_url, headers=headers).json()
-    assert done["status"] == "SUCCEEDED" and [r["memory"] for r in done["results"]] == ["Lisbon"]
+    said = "I moved to Lisbon last spring."  # an extracted memory reads as its statement, not "Lisbon"
+    assert done["status"] == "SUCCEEDED" and [r["memory"] for r in done["results"]] == [said]
     hits = m.search("Where does the user live?", filters={"user_id": user})["results"]
-    assert [(h["memory"], h["run_id"]) for h in hits] == [("Lisbon", "chat-7")]  # embedded when extracted
+    assert [(h["memory"], h["run_id"]) for h in hits] == [(said, "chat-7")]  # embedded when extracted
     other = make_tenant(engine, "agent", (f"mem0_{uuid.uuid4().hex[:8]}",))
     assert httpx.get(event_url, headers={"Authorization": f"Token {other.key}"}).status_code == 404
 

@@ -197,8 +197,9 @@ def event(
         metadata={"namespace": caller.namespace},
         results=[
             Mem0EventResult(
-                id=str(item.id), event="ADD", memory=item.content, user_id=item.subject, agent_id=item.agent,
-                data={"memory": item.content},
+                id=str(item.id), event="ADD", user_id=item.subject, agent_id=item.agent,
+                memory=adapters.mem0_text(item.content, item.statement, item.source),
+                data={"memory": adapters.mem0_text(item.content, item.statement, item.source)},
             )
             for item in made
         ],
