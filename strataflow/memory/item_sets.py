@@ -252,3 +252,34 @@ def delete_expired(
         delete_row(conn, namespace, row)
         deleted.append(int(row["item_id"]))
     return deleted
+
+
+SELECT_BY_METADATA = text(
+    """
+    select mi.item_id from memory_items as mi
+    where mi.namespace = :namespace and mi.subject_id = :subject_id
+        and mi.agent_id is not distinct from cast(:agent_id as text) and mi.status = 'active'
+        and mi.metadata #>> cast(:path as text[]) = :value
+    order by mi.item_id
+    limit 1
+    """
+)
+
+
+def item_with_metadata(
+    conn: Connection,
+    namespace: str,
+    subject_id: str,
+    path: Sequence[str],
+    value: str,
+    *,
+    agent_id: str | None,
+) -> int | None:
+    """The id of the subject's active item in the agent's own scope whose metadata has `value` at `path`
+    (e.g. the entry an import made of a source's memory id), or None."""
+    params = {
+        "namespace": namespace, "subject_id": subject_id, "agent_id": agent_id, "path": list(path),
+        "value": value,
+    }  # fmt: skip
+    found = conn.execute(SELECT_BY_METADATA, params).scalar()
+    return None if found is None else int(found)
