@@ -54,7 +54,7 @@ def encoded_ahead(settings: Settings, statements: Sequence[str]) -> Iterator[Non
     here in one call, instead of one encode per write (a batch of store puts); any other text is encoded
     as usual."""
     texts = sorted({s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)})
-    vectors = get_embedder(settings).encode(texts) if texts else []
+    vectors: Any = get_embedder(settings).encode(texts) if texts else []
     token = _AHEAD.set({t: np.asarray(v, dtype=np.float32) for t, v in zip(texts, vectors, strict=True)})
     try:
         yield
