@@ -29,7 +29,7 @@ from models.memory_items import MemoryItem
 from models.messages import SAFE_ID
 from strataflow.config import Settings
 from strataflow.memory import adapters, api, item_sets
-from strataflow.memory.item_embedding import encoded_ahead
+from strataflow.memory import item_embedding
 from strataflow.memory.item_fields import name_key
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, require_writer
@@ -70,7 +70,9 @@ def batch(body: StoreBatch, db: DbDep, caller: CallerDep, settings: SettingsDep)
         require_writer(caller)
         item_sets.delete_expired(db, caller.namespace, [FIELD], agent_id=body.agent)
     puts = [op for op in body.ops if isinstance(op, PutOp) and op.value is not None and op.index is not False]
-    with encoded_ahead(settings, [adapters.store_text(op.value or {}, _fields(op)) for op in puts]):
+    with item_embedding.encoded_ahead(
+        settings, [adapters.store_text(op.value or {}, _fields(op)) for op in puts]
+    ):
         return StoreResults(results=[_run(db, caller, settings, op, body) for op in body.ops])
 
 
