@@ -28,8 +28,7 @@ from sqlalchemy import Connection
 from models.memory_items import MemoryItem
 from models.messages import SAFE_ID
 from strataflow.config import Settings
-from strataflow.memory import adapters, api, item_sets
-from strataflow.memory import item_embedding
+from strataflow.memory import adapters, api, item_embedding, item_sets
 from strataflow.memory.item_fields import name_key
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, require_writer
