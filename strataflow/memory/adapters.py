@@ -298,3 +298,55 @@ def store_text(value: Mapping[str, Any], fields: Sequence[str] | None = None) ->
     shown = {k: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in value.items()}
     text = "; ".join(f"{k}: {v}" for k, v in shown.items())
     return text[:MAX_CONTENT_CHARS] if text.strip() else "{}"
+
+
+# ------------------------------------------------------------------------------------------ filters in SQL
+def filter_sql(wanted: Filter, viewer: str | None, alias: str = "mi") -> tuple[str, dict[str, Any]]:
+    """The filter as a SQL condition on memory_items `alias` (and its parameters), for a request reading as
+    `viewer` (the key's agent, or None): each clause's fields, the run by metadata or lineage, the app and
+    metadata conditions; an open agent field reads what the viewer may see, named agents their own items
+    (the caller has checked it may act as them). So get_all counts and pages in SQL."""
+    params: dict[str, Any] = {"filter_viewer": viewer}
+    ors: list[str] = []
+    for n, clause in enumerate(wanted.clauses):
+        ands: list[str] = []
+        for name, column in (("user_id", f"{alias}.subject_id"), ("agent_id", f"{alias}.agent_id")):
+            values = clause.values(name)
+            if values is not None:
+                params[f"{name}_{n}"] = sorted(values)
+                ands.append(f"{column} = any(cast(:{name}_{n} as text[]))")
+            elif name in clause.allowed:  # "*": any non-null value
+                ands.append(f"{column} is not null")
+        if clause.values("agent_id") is None:
+            ands.append(
+                f"strataflow_item_visible({alias}.agent_id, {alias}.is_shared, cast(:filter_viewer as text))"
+            )
+        if "run_id" in clause.allowed:
+            runs = clause.values("run_id")
+            params[f"run_{n}"] = None if runs is None else sorted(runs)
+            runs_sql = f"cast(:run_{n} as text[]) is null"
+            ands.append(
+                f"""(({alias}.metadata ? '{CONVERSATION_KEY}' and ({runs_sql}
+                    or {alias}.metadata ->> '{CONVERSATION_KEY}' = any(cast(:run_{n} as text[]))))
+                 or exists (select 1 from message_keys as k
+                    where k.message_id = any({alias}.source_message_ids) and k.namespace = {alias}.namespace
+                        and ({runs_sql} or k.conversation_id = any(cast(:run_{n} as text[])))))"""
+            )
+        if "app_id" in clause.allowed:
+            apps = clause.values("app_id")
+            params[f"app_{n}"] = None if apps is None else sorted(apps)
+            ands.append(
+                f"({alias}.metadata ->> '{APP_KEY}' is not null and (cast(:app_{n} as text[]) is null "
+                f"or {alias}.metadata ->> '{APP_KEY}' = any(cast(:app_{n} as text[]))))"
+            )
+        for m, (name, condition) in enumerate(clause.metadata):
+            options = condition["$in"] if isinstance(condition, Mapping) and "$in" in condition else [
+                condition["$eq"] if isinstance(condition, Mapping) and "$eq" in condition else condition
+            ]  # fmt: skip
+            params[f"meta_{n}_{m}"] = [json.dumps({name: option}) for option in options]
+            ands.append(
+                f"exists (select 1 from unnest(cast(:meta_{n}_{m} as text[])) as o(v) "
+                f"where {alias}.metadata @> cast(o.v as jsonb))"
+            )
+        ors.append("(" + (" and ".join(ands) or "true") + ")")
+    return "(" + " or ".join(ors) + ")", params

@@ -20,7 +20,7 @@ The caller owns the transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -283,3 +283,31 @@ def item_with_metadata(
     }  # fmt: skip
     found = conn.execute(SELECT_BY_METADATA, params).scalar()
     return None if found is None else int(found)
+
+
+def filtered_page(
+    conn: Connection, namespace: str, condition: str, params: Mapping[str, Any], *, limit: int, offset: int
+) -> tuple[list[MemoryItem], int]:
+    """A page of the namespace's active items (no hot summary) that meet `condition` (SQL over
+    memory_items `mi`, e.g. strataflow.memory.adapters.filter_sql), newest first, and how many meet it in
+    all: counted and paged in SQL."""
+    query = text(
+        f"""
+        select {ITEM_COLUMNS}, count(*) over () as total from memory_items as mi
+        where mi.namespace = :namespace and mi.status = 'active' and mi.kind <> 'hot_summary' and {condition}
+        order by mi.item_id desc
+        limit :limit offset :offset
+        """
+    )
+    rows = conn.execute(
+        query, {**params, "namespace": namespace, "limit": limit, "offset": offset}
+    ).mappings()
+    found = [dict(row) for row in rows]
+    total = int(found[0]["total"]) if found else 0
+    if not found and offset:
+        count = text(
+            f"""select count(*) from memory_items as mi where mi.namespace = :namespace
+            and mi.status = 'active' and mi.kind <> 'hot_summary' and {condition}"""
+        )
+        total = int(conn.execute(count, {**params, "namespace": namespace}).scalar_one())
+    return [item_of(row) for row in found], total

@@ -245,22 +245,18 @@ def get_all(
     db, caller = session
     wanted = checked_filter(body.filters, caller)
     number, size = page or body.page or 1, page_size or body.page_size or 100
-    found: list[MemoryItem] = []
-    for subject, agents in wanted.scopes():
-        for viewer in viewers(caller, agents):
-            at_most = item_sets.MAX_LISTED - len(found)
-            found.extend(
-                item_sets.every_memory(db, caller.namespace, subject, agent_id=viewer, at_most=at_most)
-            )
-    kept = sorted(memories(db, caller, found, wanted), key=lambda pair: -pair[0].id)
+    condition, params = adapters.filter_sql(wanted, caller.agent_for(None))
     start = (number - 1) * size
+    found, total = item_sets.filtered_page(
+        db, caller.namespace, condition, params, limit=size, offset=start
+    )  # counted and paged in SQL
     link = str(request.url.remove_query_params(["page", "page_size"]))
-    more = start + size < len(kept)
+    more = start + size < total
     return Mem0Page(
-        count=len(kept),
+        count=total,
         next=f"{link}?page={number + 1}&page_size={size}" if more else None,
         previous=f"{link}?page={number - 1}&page_size={size}" if number > 1 else None,
-        results=[shapes.memory_of(item, run) for item, run in kept[start : start + size]],
+        results=[shapes.memory_of(item, run) for item, run in memories(db, caller, found)],
     )
 
 
