@@ -311,3 +311,33 @@ def filtered_page(
         )
         total = int(conn.execute(count, {**params, "namespace": namespace}).scalar_one())
     return [item_of(row) for row in found], total
+
+
+SELECT_MESSAGE_METADATA = text(
+    """
+    select m.message_id, m.metadata from conversation_messages as m
+    where m.namespace = :namespace and m.message_id = any(cast(:message_ids as bigint[]))
+    order by m.message_id
+    """
+)
+
+
+def message_metadata(
+    conn: Connection, namespace: str, items: Iterable[MemoryItem]
+) -> dict[int, dict[str, Any]]:
+    """item id -> the metadata of the L1 messages an extracted item came from (merged in message order), for
+    the extracted items whose messages are still in L1 (an add's metadata and app travel with its messages)."""
+    lineage = {item.id: item.source_message_ids for item in items if item.source == "extracted"}
+    wanted = sorted({i for ids in lineage.values() for i in ids})
+    if not wanted:
+        return {}
+    rows = conn.execute(SELECT_MESSAGE_METADATA, {"namespace": namespace, "message_ids": wanted})
+    of_message = {int(row.message_id): dict(row.metadata or {}) for row in rows}
+    found: dict[int, dict[str, Any]] = {}
+    for item_id, ids in lineage.items():
+        merged: dict[str, Any] = {}
+        for message_id in sorted(ids):
+            merged.update(of_message.get(message_id, {}))
+        if merged:
+            found[item_id] = merged
+    return found

@@ -143,8 +143,16 @@ def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
 def memories(
     db: Connection, caller: Caller, items: list[MemoryItem], wanted: Filter | None = None
 ) -> list[tuple[MemoryItem, str | None]]:
-    """The items with their run ids, distinct, kept when they match the filter."""
+    """The items with their run ids, distinct, kept when they match the filter; an extracted item shows the
+    metadata (and app) of the add whose messages it came from, under its own."""
     items = list({item.id: item for item in items}.values())
+    added = item_sets.message_metadata(db, caller.namespace, items)
+    items = [
+        item.model_copy(update={"metadata": {**added[item.id], **item.metadata}})
+        if item.id in added
+        else item
+        for item in items
+    ]
     runs = item_sets.item_conversations(db, caller.namespace, items)
     return [
         (item, runs[item.id])

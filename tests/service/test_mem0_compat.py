@@ -111,8 +111,9 @@ def test_infer_true_is_pending_until_extraction_then_found_by_meaning(
     scripted_model.says("moved to Lisbon", fact("location", "Lisbon"))
     m, user = client(api_url, tenant), "u_lisbon"
     added = m.add(
-        [{"role": "user", "content": "I moved to Lisbon last spring."}], user_id=user, run_id="chat-7"
-    )
+        [{"role": "user", "content": "I moved to Lisbon last spring."}], user_id=user, run_id="chat-7",
+        metadata={"topic": "home"}, app_id="travel",
+    )  # fmt: skip
     assert added["status"] == "PENDING" and added["event_id"]
     event_url = f"{api_url}/mem0/v1/event/{added['event_id']}/"
     headers = {"Authorization": f"Token {tenant.key}"}
@@ -124,6 +125,7 @@ def test_infer_true_is_pending_until_extraction_then_found_by_meaning(
     assert done["status"] == "SUCCEEDED" and [r["memory"] for r in done["results"]] == [said]
     hits = m.search("Where does the user live?", filters={"user_id": user})["results"]
     assert [(h["memory"], h["run_id"]) for h in hits] == [(said, "chat-7")]  # embedded when extracted
+    assert (hits[0]["metadata"], hits[0]["app_id"]) == ({"topic": "home"}, "travel")  # the add's, kept
     other = make_tenant(engine, "agent", (f"mem0_{uuid.uuid4().hex[:8]}",))
     assert httpx.get(event_url, headers={"Authorization": f"Token {other.key}"}).status_code == 404
 

@@ -98,7 +98,7 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
         message.model_dump(include={"role", "content"}) for message in body.messages
     ]  # fmt: skip
     if body.infer:
-        return _queue(db, caller, settings, turns, user_id, agent, run_id, body)
+        return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body)
     if len(turns) > MAX_STORED_MESSAGES:
         raise ApiError(
             413, f"an infer=false add stores (and embeds) each message at once: at most "
@@ -141,6 +141,7 @@ def _queue(
     user_id: str,
     agent: str | None,
     run_id: str | None,
+    app_id: str | None,
     body: Mem0Add,
 ) -> Any:
     event_id = str(uuid.uuid4())
@@ -155,7 +156,7 @@ def _queue(
             "content": turn["content"],
             "created_at": (said + timedelta(microseconds=position)).isoformat(),
             "agent_id": agent,
-            "metadata": dict(body.metadata or {}),
+            "metadata": adapters.mem0_metadata(body.metadata, None, app_id),
         }  # fmt: skip
         for position, turn in enumerate(turns)
     ]
