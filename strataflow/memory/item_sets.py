@@ -325,8 +325,8 @@ SELECT_MESSAGE_METADATA = text(
 def message_metadata(
     conn: Connection, namespace: str, items: Iterable[MemoryItem]
 ) -> dict[int, dict[str, Any]]:
-    """item id -> the metadata of the L1 messages an extracted item came from (merged in message order), for
-    the extracted items whose messages are still in L1 (an add's metadata and app travel with its messages)."""
+    """item id -> the metadata of the L1 messages an extracted item came from (merged in message order),
+    for extracted items whose messages are still in L1 (an add's metadata and app travel with them)."""
     lineage = {item.id: item.source_message_ids for item in items if item.source == "extracted"}
     wanted = sorted({i for ids in lineage.values() for i in ids})
     if not wanted:
