@@ -134,3 +134,19 @@ def test_work_per_request_is_bounded_before_it_starts(
         headers={"Authorization": f"Bearer {tenants['alpha'].key}"},
     )  # fmt: skip
     assert store.status_code == 422 and "at most 20" in store.json()["error"]["message"]
+
+
+def test_get_all_counts_and_pages_in_sql_with_any_filter(
+    api_url: str, tenants: dict[str, Tenant], subject: str
+) -> None:
+    m = MemoryClient(api_key=tenants["alpha"].key, host=f"{api_url}/mem0")
+    for i in range(5):
+        m.add(f"Dana note {i}.", user_id=f"{subject}_d", infer=False, metadata={"n": i % 2})
+    m.add("Eve note.", user_id=f"{subject}_e", agent_id="scribe", run_id="r9", infer=False)
+    either = {
+        "OR": [{"user_id": f"{subject}_d", "metadata": {"n": 1}}, {"agent_id": "scribe", "run_id": "r9"}]
+    }
+    pages = [m.get_all(filters=either, page=n, page_size=2) for n in (1, 2)]
+    assert [p["count"] for p in pages] == [3, 3] and pages[0]["next"] and pages[1]["next"] is None
+    shown = [r["memory"] for p in pages for r in p["results"]]
+    assert shown == ["Eve note.", "Dana note 3.", "Dana note 1."]  # newest first, across pages
