@@ -85,6 +85,9 @@ class MemoryVersion(BaseModel):
     run_id: uuid.UUID | None = Field(description="the pipeline run that wrote it (null for manual writes)")
     model: str | None
     note: str | None = Field(description="why a version was kept in history only (e.g. older event time)")
+    metadata: dict[str, Any] | None = Field(
+        None, description="the item's metadata as this version had it (null: recorded before it was kept)"
+    )
 
 
 class MemoryWrite(BaseModel):

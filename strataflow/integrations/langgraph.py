@@ -11,9 +11,13 @@ holds no database password.
 Each batch is one request (POST /v1/store/batch, strataflow.service.routes.store); the key's role gives the
 namespace (`namespace_header` picks one of several) and, for a key bound to an agent, the agent.
 Namespaces map to users: the label at `subject_at` (default 1: LangMem's ("memories", user_id)) is the
-subject. A put is embedded when written, so it is found by meaning at once; `value=None` deletes (the
-item's history stays); `filter` takes value fields with a value or $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin.
-TTLs are not supported (`supports_ttl` is False); an op's `index` is ignored (every item is indexed).
+subject. A put is embedded when written, so it is found by meaning at once; `index=False` is not embedded
+(a search by meaning lists it only after the ranked items, score None), `index=["field", ...]` embeds those
+fields; `value=None` deletes (the item's history stays); `filter` takes value fields with a value or $eq,
+$ne, $gt, $gte, $lt, $lte, $in, $nin. Keys and labels are opaque ("/" in a key is not a deeper namespace),
+keys up to 4,096 characters. `ttl` is in minutes, as BaseStore's: `ttl_config=TTLConfig(default_ttl=...,
+refresh_on_read=...)` gives the default and whether reads restart it; an expired item is gone for every read
+at once and swept by the next write. A batch of up to 1,000 operations is one request and one transaction.
 
 `generate_store()` is an async context manager yielding an AsyncStrataflowStore configured from
 STRATAFLOW_API_URL and STRATAFLOW_API_KEY: the custom-store hook of a LangGraph deployment
@@ -41,11 +45,12 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 
 __all__ = ["AsyncStrataflowStore", "StrataflowStore", "StrataflowStoreError", "generate_store"]
 BATCH_PATH = "/v1/store/batch"
-MAX_OPS = 200  # operations per request (the server's limit)
+MAX_OPS = 1000  # operations per request (the server's limit: a longer batch is several requests)
 
 
 class StrataflowStoreError(RuntimeError):
@@ -59,6 +64,8 @@ class StrataflowStoreError(RuntimeError):
 class StrataflowStore(BaseStore):
     """A BaseStore whose items are strataflow memory entries, reached over the HTTP API with an API key."""
 
+    supports_ttl = True
+
     def __init__(
         self,
         url: str | None = None,
@@ -68,12 +75,14 @@ class StrataflowStore(BaseStore):
         agent: str | None = None,
         namespace_header: str | None = None,
         timeout: float = 120.0,
+        ttl_config: TTLConfig | None = None,
     ) -> None:
         self.url = (url or os.environ.get("STRATAFLOW_API_URL") or "http://127.0.0.1:8700").rstrip("/")
         key = api_key or os.environ.get("STRATAFLOW_API_KEY")
         if not key:
             raise ValueError("an API key is needed: api_key=... or STRATAFLOW_API_KEY")
         self.subject_at, self.agent, self.timeout = subject_at, agent, timeout
+        self.ttl_config = ttl_config
         self.headers = {"Authorization": f"Bearer {key}"}
         if namespace_header:
             self.headers["X-Namespace"] = namespace_header
@@ -147,13 +156,17 @@ async def generate_store(
 
 def _op(op: Op) -> dict[str, Any]:
     if isinstance(op, GetOp):
-        return {"op": "get", "namespace": list(op.namespace), "key": op.key}
+        return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
     if isinstance(op, PutOp):
-        return {"op": "put", "namespace": list(op.namespace), "key": op.key, "value": op.value}
+        index = op.index if op.index is False or op.index is None else list(op.index)
+        return {
+            "op": "put", "namespace": list(op.namespace), "key": op.key, "value": op.value, "index": index,
+            "ttl": op.ttl,
+        }  # fmt: skip
     if isinstance(op, SearchOp):
         return {
             "op": "search", "namespace": list(op.namespace_prefix), "query": op.query, "filter": op.filter,
-            "limit": op.limit, "offset": op.offset,
+            "limit": op.limit, "offset": op.offset, "refresh_ttl": op.refresh_ttl,
         }  # fmt: skip
     if isinstance(op, ListNamespacesOp):
         conditions = [{"match_type": c.match_type, "path": list(c.path)} for c in op.match_conditions or ()]

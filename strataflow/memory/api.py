@@ -14,8 +14,9 @@ Semantics, the same on every surface:
 - create: a new item in the (subject, agent) scope; MemoryConflict when an active item there already has the
   name (the message names it and says to update it instead). A deleted item of the same name and kind comes
   back as a new version of itself.
-- update: explicit, by id; only the fields given change (a new name is a new key, checked like create); a
-  new version each time, nothing written when nothing changed (action unchanged).
+- update: explicit, by id; only the fields given change (a new name is a new key, checked like create, but
+  only live items hold a name: a deleted item that had the new name gives it up); a new version each time
+  (metadata too), nothing written when nothing changed (action unchanged).
 - delete: versioned; the item becomes a deleted version and its history stays.
 - Every write is source manual and goes through strataflow.memory.store (so extraction never silently
   overwrites it); the caller owns the transaction (the CLI uses engine.begin(), the service one per request).
@@ -104,6 +105,13 @@ SELECT_NAME_TAKEN = text(
     limit 1
     """
 )
+# A deleted item gives its key up to a live item renamed to it (its history keeps the key it had).
+RELEASE_DELETED = text(
+    """
+    update memory_items set key = left(key, 80) || '_deleted_' || item_id
+    where item_id = :item_id and namespace = :namespace and status = 'deleted'
+    """
+)
 SELECT_PAGE = text(
     f"""
     select {ITEM_COLUMNS} from memory_items as mi
@@ -119,7 +127,7 @@ SELECT_HISTORY = text(
     """
     select version, action, kind, key, name, description, entry_type, value, statement, category, importance,
         confidence, agent_id, is_shared, status, source, valid_from, valid_to, recorded_at, superseded_at,
-        run_id, model, note
+        run_id, model, note, metadata
     from memory_item_versions
     where item_id = :item_id and namespace = :namespace
     order by recorded_at, version_id
@@ -369,10 +377,12 @@ def _require_free(
     taken = conn.execute(SELECT_NAME_TAKEN, params).first()
     if taken is None or (taken.status == "deleted" and item_id == 0):
         return  # a deleted item of this name and kind comes back as a new version of itself
+    if taken.status == "deleted":  # an update: names are unique among live items only
+        conn.execute(RELEASE_DELETED, {"item_id": taken.item_id, "namespace": namespace})
+        return
     scope = f"subject {subject_id!r}" + (f", agent {agent_id!r}" if agent_id else "")
-    held = "a deleted memory item" if taken.status == "deleted" else "memory item"
     raise MemoryConflict(
-        f"{held} {taken.item_id} already has the name {name!r} for {scope}; update that item instead",
+        f"memory item {taken.item_id} already has the name {name!r} for {scope}; update that item instead",
         int(taken.item_id),
     )
 

@@ -17,6 +17,9 @@ Without settings (a caller that gives none) the embedding stays null for the emb
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -41,6 +44,25 @@ SELECT_ITEM_TEXT = text(
 )
 
 
+# Vectors encoded ahead for a batch of writes (encoded_ahead): text -> vector under the configured model.
+_AHEAD: ContextVar[dict[str, np.ndarray] | None] = ContextVar("strataflow_encoded_ahead", default=None)
+TRIMMED = " \t\n\r\f\v\u00a0\u3000"  # what ITEM_TEXT's btrim takes off
+
+
+@contextmanager
+def encoded_ahead(settings: Settings, statements: Sequence[str]) -> Iterator[None]:
+    """Within the block, writes whose item text is one of these (non-empty) statements use vectors encoded
+    here in one call, instead of one encode per write (a batch of store puts); any other text is encoded
+    as usual."""
+    texts = sorted({s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)})
+    vectors: Any = get_embedder(settings).encode(texts) if texts else []
+    token = _AHEAD.set({t: np.asarray(v, dtype=np.float32) for t, v in zip(texts, vectors, strict=True)})
+    try:
+        yield
+    finally:
+        _AHEAD.reset(token)
+
+
 def item_text(conn: Connection, statement: str | None, key: str, value: Any) -> str:
     """The text ITEM_TEXT gives for these values (evaluated by the database: the one definition)."""
     params = {"statement": statement, "key": key, "value": json.dumps(value, ensure_ascii=False)}
@@ -52,7 +74,11 @@ def item_vector(
 ) -> tuple[np.ndarray, str]:
     """(vector, model name) of an item's text under the configured embedding model."""
     embedder = get_embedder(settings)
-    text = item_text(conn, statement, key, value)
+    ahead = _AHEAD.get()
+    trimmed = (statement or "").strip(TRIMMED)
+    if ahead is not None and trimmed in ahead:  # a non-empty trimmed statement is ITEM_TEXT's text
+        return ahead[trimmed], embedder.model_name
+    wanted = item_text(conn, statement, key, value)
     with telemetry.timed("embed_on_write"):
-        vector = embedder.encode([text])[0]
+        vector = embedder.encode([wanted])[0]
     return np.asarray(vector, dtype=np.float32), embedder.model_name

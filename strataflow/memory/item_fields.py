@@ -164,6 +164,7 @@ def version_of(row: Mapping[Any, Any]) -> MemoryVersion:
         agent=row["agent_id"], shared=bool(row["is_shared"]), status=row["status"], source=row["source"],
         valid_from=row["valid_from"], valid_to=row["valid_to"], recorded_at=row["recorded_at"],
         superseded_at=row["superseded_at"], run_id=row["run_id"], model=row["model"], note=row["note"],
+        metadata=row.get("metadata"),
     )  # fmt: skip
 
 

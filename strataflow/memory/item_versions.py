@@ -25,7 +25,7 @@ from strataflow.textsearch import TSVECTOR_SQL
 
 CURRENT_COLUMNS = """
     item_id, value, statement, category, importance, confidence, status, source, version, valid_from,
-    kind, key, name, description, entry_type, is_shared
+    kind, key, name, description, entry_type, is_shared, metadata
 """
 SELECT_CURRENT = text(
     f"""
@@ -115,6 +115,7 @@ class CurrentItem:
     description: str | None
     entry_type: str | None
     is_shared: bool
+    metadata: dict[str, Any]
 
 
 def select_current(conn: Connection, row: Mapping[str, Any]) -> CurrentItem | None:

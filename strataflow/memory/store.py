@@ -314,6 +314,10 @@ def _same_details(current: CurrentItem, row: Mapping[str, Any]) -> bool:
         and current.category == row["category"]
         and current.importance == row["importance"]
         and abs(current.confidence - row["confidence"]) < 1e-6
+        and (
+            row["source"] != "manual"
+            or {**current.metadata, **json.loads(row["metadata"])} == current.metadata
+        )
     )
 
 

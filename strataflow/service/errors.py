@@ -119,6 +119,10 @@ def _validation(request: Request, exc: Exception) -> JSONResponse:
         if first.get("type") == "missing"
         else f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})"
     )
+    if request.url.path.startswith("/mem0/") and first.get("type") == "extra_forbidden":  # never ignored
+        return error_response(
+            400, f"{field}: unknown field (not part of this request)", field, "unknown_field"
+        )
     if request.url.path.startswith("/mem0/") and (field or "").startswith("filters"):  # mem0's filters
         return error_response(
             400, f"{field}: not supported: {first.get('msg')}{got}", field, "unsupported_filter"

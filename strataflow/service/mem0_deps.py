@@ -5,19 +5,23 @@ with their runs. No shapes (strataflow.service.mem0_shapes) and no storage (the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated
+import ast
+import json
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Path, Query, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
+from strataflow.memory.adapters import Filter, FilterError, FilterTooLarge, app_of, parse_filters
 from strataflow.service.deps import bearer_token, require_writer
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
-from strataflow.service.mem0_filters import Filter, FilterError, parse_filters
 from strataflow.service.mem0_schemas import Mem0Filter
 from strataflow.service.schemas import Id
 from strataflow.service.session import Sessions
@@ -55,6 +59,48 @@ AgentParam = Annotated[Id | None, Query(description="act as this agent (default:
 MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 
 
+def known_query(request: Request) -> None:
+    """Every /mem0 route: a query parameter the route does not take is refused (400 naming it), never
+    ignored (a misspelled `userid` must not turn a scoped delete into an unscoped one)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    allowed = _query_names(route.dependant)
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "none"
+        raise ApiError(
+            400, f"unknown query parameter {', '.join(map(repr, unknown))} (this route takes: {takes})",
+            unknown[0], code="unknown_field",
+        )  # fmt: skip
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    names = {param.alias for param in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_names(sub)
+    return names
+
+
+def query_filters(raw: str | None) -> dict[str, Any] | None:
+    """The `filters` query parameter of a delete: a JSON object, or the Python dict text mem0ai 2.2.1's
+    client sends (`params={"filters": {...}}` becomes str(dict)); 400 otherwise."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            value = None
+    if not isinstance(value, Mapping):
+        raise ApiError(
+            400, 'filters: an object such as {"user_id": "alice"}', "filters", code="invalid_filter"
+        )
+    return dict(value)
+
+
 def namespace_writer(caller: Caller, what: str) -> None:
     """A request that changes every agent's memories: a writer key bound to no agent."""
     require_writer(caller)
@@ -68,10 +114,17 @@ def item_id_of(memory_id: str) -> int:
     return int(memory_id)
 
 
-def checked_filter(filters: Mem0Filter | None, caller: Caller, **top_level: str | None) -> Filter:
+def checked_filter(
+    filters: Mem0Filter | Mapping[str, Any] | None, caller: Caller, **top_level: str | None
+) -> Filter:
+    """The request's filter (400 naming an unsupported part, 422 naming the limit of a filter too large);
+    403 when it names an agent the key may not act as."""
+    plain = filters.plain() if isinstance(filters, Mem0Filter) else filters
     try:
-        parsed = parse_filters(filters.plain() if filters is not None else None, **top_level)
+        parsed = parse_filters(plain, **top_level)
         scopes = parsed.scopes()
+    except FilterTooLarge as exc:
+        raise ApiError(422, str(exc), "filters", code="filter_too_large") from None
     except FilterError as exc:
         raise ApiError(400, str(exc), "filters", code="unsupported_filter") from None
     for _, agents in scopes:
@@ -90,8 +143,16 @@ def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
 def memories(
     db: Connection, caller: Caller, items: list[MemoryItem], wanted: Filter | None = None
 ) -> list[tuple[MemoryItem, str | None]]:
-    """The items with their run ids, distinct, kept when they match the filter."""
+    """The items with their run ids, distinct, kept when they match the filter; an extracted item shows the
+    metadata (and app) of the add whose messages it came from, under its own."""
     items = list({item.id: item for item in items}.values())
+    added = item_sets.message_metadata(db, caller.namespace, items)
+    items = [
+        item.model_copy(update={"metadata": {**added[item.id], **item.metadata}})
+        if item.id in added
+        else item
+        for item in items
+    ]
     runs = item_sets.item_conversations(db, caller.namespace, items)
     return [
         (item, runs[item.id])
@@ -102,7 +163,8 @@ def memories(
                 "user_id": item.subject,
                 "agent_id": item.agent,
                 "run_id": runs[item.id],
-                "app_id": caller.namespace,
+                "app_id": app_of(item.metadata),
+                "metadata": item.metadata,
             }
         )
     ]

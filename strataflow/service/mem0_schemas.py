@@ -3,7 +3,12 @@ API and its official client (mem0ai 2.2.1, mem0/client/main.py) send and read th
 
 Request bodies name every field the client may send; the ones strataflow has no equivalent for are either
 ignored (say so in their description) or refused with 400 by the route when given a value that would change
-the result (see docs/integrations.md, "What is mapped").
+the result (see docs/integrations.md, "What is mapped"). Any other field, in a body or the query, is refused
+with 400 naming it: nothing sent to /mem0 is silently ignored.
+
+Limits (bounded work per request, before it starts): MAX_ADD_MESSAGES messages per add (MAX_STORED_MESSAGES
+with infer=false, each embedded at once), top_k <= 100, a filter naming at most
+strataflow.memory.adapters.MAX_FILTER_COMBINATIONS (user, agent, run, app) combinations (422 naming it).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
+MAX_STORED_MESSAGES = 20  # messages of one infer=false add: each is embedded in the request
 Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
 Role = Literal["user", "assistant", "system", "tool"]
 
@@ -31,11 +37,21 @@ class InCondition(Strict):
 Condition = SubjectId | EqCondition | InCondition  # a value ("*": any value), {"eq": v} or {"in": [...]}
 
 
+MetadataFilter = Annotated[
+    dict[str, Any],
+    Field(
+        min_length=1, max_length=10,
+        description="metadata fields, each a value, {'eq': v} or {'in': [...]} (mem0's metadata filter)",
+    ),
+]  # fmt: skip
+
+
 class FilterFields(Strict):
     user_id: Condition | None = None
     agent_id: Condition | None = None
     run_id: Condition | None = None
-    app_id: Condition | None = Field(None, description="the namespace (mem0's app is the key's namespace)")
+    app_id: Condition | None = Field(None, description="the app the memories were added for (add's app_id)")
+    metadata: MetadataFilter | None = None
 
 
 class InnerFilter(FilterFields):
@@ -60,6 +76,7 @@ class AddIds(Strict):
     user_id: SubjectId
     agent_id: SubjectId | None = None
     run_id: Id | None = None
+    app_id: Id | None = None
 
 
 class Mem0Message(Strict):
@@ -101,7 +118,9 @@ class Mem0Add(Strict):
     user_id: SubjectId | None = Field(None, description="the user the memories are about (the subject)")
     agent_id: SubjectId | None = Field(None, description="the agent that owns them (strataflow agent)")
     run_id: Id | None = Field(None, description="the conversation (strataflow conversation_id)")
-    app_id: Id | None = Field(None, description="ignored: the API key's namespace is the app")
+    app_id: Id | None = Field(
+        None, description="the app: stored with each memory, filterable, scopes deletes"
+    )
     metadata: Metadata | None = Field(None, description="kept with each memory (or message)")
     infer: bool = Field(
         True,
@@ -147,6 +166,7 @@ class Mem0Search(ReadOptions):
     user_id: SubjectId | None = Field(None, description="as filters={'user_id': ...} (older clients)")
     agent_id: SubjectId | None = Field(None, description="as filters={'agent_id': ...} (older clients)")
     run_id: Id | None = Field(None, description="as filters={'run_id': ...} (older clients)")
+    app_id: Id | None = Field(None, description="as filters={'app_id': ...} (older clients)")
     rerank: bool | None = Ignored
     keyword_search: bool | None = Ignored
     fields: list[str] | None = Ignored
@@ -238,7 +258,7 @@ class Mem0HistoryEntry(BaseModel):
 class Mem0Entity(BaseModel):
     id: str
     name: str
-    type: str = Field(description="user, agent or run")
+    type: str = Field(description="user, agent, run or app")
     total_memories: int
     owner: str = Field(description="the API key's name")
     organization: str = Field(description="the namespace")

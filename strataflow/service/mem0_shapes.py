@@ -5,8 +5,9 @@ mem0's texts as entry names. No database access and no decisions about what is s
 Mapping (docs/integrations.md): user_id -> subject, agent_id -> the item's agent, run_id -> the conversation
 (`metadata.conversation_id` of a memory stored with one, else the one conversation of the messages an
 extracted memory came from), memory -> the item's content, categories -> [category], metadata -> the item's
-metadata without the conversation field. A memory stored with infer=False is an entry of type `user` (kind
-fact) whose name is its text, so the same text stored twice for a user is one memory.
+metadata without the run and app fields, app_id -> `metadata.app_id`. A memory stored with infer=False is an
+entry of type `user` (kind fact) named by strataflow.memory.adapters.mem0_entry_name (its text), so the same
+text stored twice for a user is one memory.
 """
 
 from __future__ import annotations
@@ -15,40 +16,24 @@ import hashlib
 from typing import Any
 
 from models.memory_items import MemoryItem, MemoryVersion
-from strataflow.memory.item_fields import MAX_NAME_CHARS
-from strataflow.memory.item_sets import CONVERSATION_KEY, EntityCount
+from strataflow.memory import adapters
+from strataflow.memory.item_sets import EntityCount
 from strataflow.service.mem0_schemas import Mem0Entity, Mem0HistoryEntry, Mem0Hit, Mem0Memory
 
 ENTRY_TYPE = "user"  # the seed 003 type of a memory stored through mem0 (kind fact)
 HISTORY_EVENTS = {"new": "ADD", "content_modified": "UPDATE", "modified": "UPDATE", "deleted": "DELETE"}
 
 
-def entry_name(text: str) -> str:
-    """The entry name of a memory's text: the text itself, or its start and a hash when it is too long."""
-    text = " ".join(text.split())
-    if len(text) <= MAX_NAME_CHARS:
-        return text
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return f"{text[: MAX_NAME_CHARS - 16].rstrip()} … {digest}"
-
-
-def stored_metadata(metadata: dict[str, Any] | None, run_id: str | None) -> dict[str, Any]:
-    """The metadata an entry is stored with: the caller's, and the conversation when there is one."""
-    stored = dict(metadata or {})
-    if run_id is not None:
-        stored[CONVERSATION_KEY] = run_id
-    return stored
-
-
 def shown_metadata(item: MemoryItem) -> dict[str, Any] | None:
-    shown = {k: v for k, v in item.metadata.items() if k != CONVERSATION_KEY}
-    return shown or None
+    return adapters.shown_metadata(item.metadata)
 
 
 def memory_of(item: MemoryItem, run_id: str | None) -> Mem0Memory:
     return Mem0Memory(
-        id=str(item.id), memory=item.content, user_id=item.subject, agent_id=item.agent, run_id=run_id,
-        hash=hashlib.md5(item.content.encode()).hexdigest(), metadata=shown_metadata(item),
+        id=str(item.id), memory=adapters.mem0_text(item.content, item.statement, item.source),
+        user_id=item.subject, agent_id=item.agent, run_id=run_id,
+        app_id=adapters.app_of(item.metadata), hash=hashlib.md5(item.content.encode()).hexdigest(),
+        metadata=shown_metadata(item),
         categories=[item.category] if item.category else [], created_at=item.created_at,
         updated_at=item.updated_at,
     )  # fmt: skip
@@ -77,7 +62,9 @@ def history_of(item: MemoryItem, versions: list[MemoryVersion]) -> list[Mem0Hist
                 new_memory=new,
                 user_id=item.subject,
                 agent_id=version.agent,
-                metadata=shown_metadata(item),
+                metadata=adapters.shown_metadata(
+                    version.metadata if version.metadata is not None else item.metadata
+                ),
                 categories=[version.category] if version.category else [],
                 created_at=version.recorded_at,
                 updated_at=version.recorded_at,

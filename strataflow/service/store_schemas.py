@@ -1,5 +1,9 @@
 """Bodies and answers of POST /v1/store/batch: the operations of LangGraph's BaseStore (get, put, search,
-list_namespaces), as strataflow.integrations.langgraph sends them (strataflow.service.routes.store)."""
+list_namespaces), as strataflow.integrations.langgraph sends them (strataflow.service.routes.store).
+
+Limits (bounded work per request): MAX_OPS operations per batch, of which at most MAX_SEARCH_OPS searches
+(each a ranked search), keys up to MAX_KEY_CHARS characters (LangGraph sets none; PostgresStore keeps text),
+labels up to 1,000; the body's own cap (STRATAFLOW_API_MAX_BODY_BYTES) bounds the rest."""
 
 from __future__ import annotations
 
@@ -8,11 +12,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from models.messages import SAFE_ID
 from strataflow.service.schemas import Agent, Metadata, QueryText, Strict
 
-Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=SAFE_ID)]
-Key = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+MAX_OPS = 1000  # operations of one batch (one request, one transaction)
+MAX_SEARCH_OPS = 20  # of which searches: each is a ranked search
+MAX_KEY_CHARS = 4096
+IndexPath = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+# A label as LangGraph allows it (no ".", no NUL); the label that is the user is also a subject id (SAFE_ID).
+Label = Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00.]+$")]
+Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, pattern=r"^[^\x00]*$")]
 Namespace = Annotated[list[Label], Field(min_length=1, max_length=10)]
 PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 
@@ -26,6 +34,7 @@ class GetOp(Strict):
     op: Literal["get"]
     namespace: Namespace
     key: Key
+    refresh_ttl: bool = Field(True, description="restart the item's ttl (if it has one)")
 
 
 class PutOp(Strict):
@@ -33,6 +42,13 @@ class PutOp(Strict):
     namespace: Namespace
     key: Key
     value: Metadata | None = Field(None, description="the item's value; null deletes the item")
+    index: Literal[False] | Annotated[list[IndexPath], Field(max_length=20)] | None = Field(
+        None, description="false: not embedded (not found by meaning); a list: the value's "
+        "fields (dotted paths, '$' the whole value) embedded; null: the whole value",
+    )  # fmt: skip
+    ttl: float | None = Field(
+        None, gt=0, le=525_600_000, description="minutes after the last write (or read) when it expires"
+    )
 
 
 class SearchOp(Strict):
@@ -44,6 +60,7 @@ class SearchOp(Strict):
     )
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=10_000)
+    refresh_ttl: bool = Field(True, description="restart the ttl of the items returned")
 
 
 class ListNamespacesOp(Strict):
@@ -58,7 +75,7 @@ StoreOp = Annotated[GetOp | PutOp | SearchOp | ListNamespacesOp, Field(discrimin
 
 
 class StoreBatch(Strict):
-    ops: list[StoreOp] = Field(min_length=1, max_length=200)
+    ops: list[StoreOp] = Field(min_length=1, max_length=MAX_OPS)
     subject_at: int = Field(
         1, ge=0, le=10, description="the namespace label that is the user (subject): ('memories', user_id)"
     )

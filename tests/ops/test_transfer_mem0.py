@@ -81,11 +81,11 @@ def test_a_mem0_oss_store_becomes_entries(settings: Settings, engine: Engine, tm
         ("alice", "barista", "I prefer green tea in the morning."),
         ("bob", None, "I play the cello."),
     }
-    assert {e.name for e in entries if e.subject_id == "alice"} == {f"mem0 {m['id']}" for m in stored}
+    assert {e.name for e in entries if e.subject_id == "alice"} == {m["memory"] for m in stored}  # as /mem0
     lisbon = next(e for e in entries if "Lisbon" in e.statement)
     origin = lisbon.metadata["imported_from"]
     assert origin["system"] == "mem0" and origin["kind"] == "oss store" and origin["file"] == path.name
-    assert origin["id"] == home["results"][0]["id"] and lisbon.name == f"mem0 {origin['id']}"
+    assert origin["id"] == home["results"][0]["id"] and lisbon.name == lisbon.statement
     assert lisbon.metadata["topic"] == "home"  # mem0's own metadata stays beside the provenance
     assert (lisbon.kind, lisbon.entry_type) == ("fact", "user")
     assert lisbon.valid_from.isoformat() == origin["updated_at"]  # mem0's time is the event time

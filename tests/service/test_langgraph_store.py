@@ -9,6 +9,7 @@ import json
 from datetime import datetime
 from typing import Any, TypedDict
 
+import httpx
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, Item
@@ -158,3 +159,43 @@ def test_an_empty_suffix_or_prefix_matches_every_namespace_and_odd_ids_are_not_f
     assert ["memories", subject] in answer.json()["results"][0]
     odd = httpx.get(f"{api_url}/mem0/v1/memories/%C2%B3/", headers={"Authorization": f"Token {key}"})
     assert odd.status_code == 404, odd.text
+
+
+def test_postgres_store_contract_keys_ttl_index_and_one_request_batches(
+    api_url: str, tenants: dict[str, Tenant], subject: str
+) -> None:
+    """LangGraph's PostgresStore contract: opaque keys ("/" is not a deeper namespace, long keys round-trip),
+    index=False is not ranked by meaning, ttl in minutes expires at read time, a batch is one request."""
+    import time
+
+    from langgraph.store.base import PutOp
+
+    store = StrataflowStore(url=api_url, api_key=tenants["alpha"].key)
+    ns = ("memories", subject)
+    store.put(ns, "prefs/x", {"content": "flat key with a slash"})
+    store.put((*ns, "prefs"), "x", {"content": "deeper namespace"})
+    flat, deep = store.get(ns, "prefs/x"), store.get((*ns, "prefs"), "x")
+    assert flat is not None and flat.value["content"] == "flat key with a slash"
+    assert deep is not None and deep.value["content"] == "deeper namespace"
+    long = "k/" * 1000
+    store.put(ns, long, {"content": "long key"})
+    found = store.get(ns, long)
+    assert found is not None and found.key == long
+    store.put(ns, "vault", {"content": "the vault code is hidden under the blue lamp"}, index=False)
+    hits = store.search(ns, query="where is the vault code hidden?", limit=50)
+    assert [h.score for h in hits if h.key == "vault"] == [None]  # listed after the ranked ones, no score
+    assert hits[-1].key == "vault"
+    store.put(ns, "brief", {"content": "expires soon"}, ttl=0.05)  # minutes: 3 s
+    assert store.get(ns, "brief") is not None
+    time.sleep(4)
+    assert store.get(ns, "brief") is None and "brief" not in [h.key for h in store.search(ns, limit=50)]
+    sent: list[str] = []
+    store._client = httpx.Client(
+        base_url=store.url,
+        headers=store.headers,
+        timeout=120,
+        event_hooks={"request": [lambda r: sent.append(r.url.path)]},
+    )
+    ops = [PutOp(namespace=(*ns, "bulk"), key=f"k{i}", value={"content": f"note {i}"}) for i in range(250)]
+    store.batch(ops)
+    assert sent == ["/v1/store/batch"] and len(store.search((*ns, "bulk"), limit=1000)) == 250

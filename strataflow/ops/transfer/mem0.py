@@ -8,13 +8,15 @@ PATH is one JSON file, either
   `results` (or `memories`).
 
 Each memory becomes an entry of the one L2 API (strataflow.memory.api.create_memory): subject = user_id,
-agent = agent_id (the entry is that agent's own), type `user`, name `mem0 <id>`,
-the text as content, event time = mem0's updated_at (or created_at), metadata = mem0's metadata plus
-`imported_from` {system: mem0, kind, file, id, hash, run_id, app_id, actor_id, role, categories,
-expiration_date, created_at, updated_at} (the ones mem0 has). One transaction per subject. Importing again
-changes nothing; a memory whose text changed in mem0 since becomes a new version of its entry. A memory
-that cannot be an entry (no user_id, empty text, a created_at or updated_at in the future) goes to
-quarantine (source mem0:<file name>, position = its index in the file or store, from 1).
+agent = agent_id (the entry is that agent's own), type `user`, named and mapped as /mem0 names and maps a
+memory (strataflow.memory.adapters: the name is the text, run_id and app_id kept as /mem0 keeps them, so
+re-adding an imported memory over /mem0 finds it instead of duplicating it), the text as content, event
+time = mem0's updated_at (or created_at), metadata = mem0's metadata plus `imported_from` {system: mem0,
+kind, file, id, hash, run_id, app_id, actor_id, role, categories, expiration_date, created_at, updated_at}
+(the ones mem0 has). One transaction per subject. Importing again changes nothing; a memory whose text
+changed in mem0 since becomes a new version of the entry imported from it (found by `imported_from.id`).
+A memory that cannot be an entry (no user_id, empty text, a created_at or updated_at in the future) goes
+to quarantine (source mem0:<file name>, position = its index in the file or store, from 1).
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from models.messages import describe_errors
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.errors import UserError
+from strataflow.memory import adapters
 from strataflow.memory.api import MemoryConflict, create_memory, get_memory, update_memory
 from strataflow.memory.item_fields import MemoryFieldError
+from strataflow.memory.item_sets import item_with_metadata
 from strataflow.ops.transfer.layers import problem_row, quarantine
 from strataflow.pipeline.progress import progress_bar
 
@@ -175,16 +179,30 @@ def _write(
         "created_at": memory.created_at, "updated_at": memory.updated_at,
     }  # fmt: skip
     metadata = {
-        **(memory.metadata or {}),
+        **adapters.mem0_metadata(memory.metadata, memory.run_id, memory.app_id),
         "imported_from": {
             k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in provenance.items() if v
         },
     }
+    name = adapters.mem0_entry_name(memory.memory)
     try:
+        earlier = item_with_metadata(
+            conn, namespace, memory.user_id, ["imported_from", "id"], memory.id, agent_id=memory.agent_id
+        )
+        if earlier is not None and get_memory(conn, namespace, earlier, agent_id=memory.agent_id).content != (
+            memory.memory
+        ):
+            with conn.begin_nested():
+                update_memory(
+                    conn, namespace, earlier, name=name, value=memory.memory, agent_id=memory.agent_id,
+                    metadata=metadata,
+                )  # fmt: skip
+            result.updated += 1
+            return None
         with conn.begin_nested():
             create_memory(
-                conn, namespace, memory.user_id, "user", f"mem0 {memory.id}", memory.memory,
-                agent_id=memory.agent_id, metadata=metadata, event_at=memory.updated_at or memory.created_at,
+                conn, namespace, memory.user_id, "user", name, memory.memory, agent_id=memory.agent_id,
+                metadata=metadata, event_at=memory.updated_at or memory.created_at,
             )  # fmt: skip
         result.new += 1
     except MemoryConflict as taken:

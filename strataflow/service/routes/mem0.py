@@ -7,8 +7,9 @@ Authentication: `Authorization: Token KEY` (what the client sends) or `Bearer KE
 namespace (X-Namespace picks one of several) and, for a key bound to an agent, the agent. `agent_id` of a
 request acts as that agent (its own entries, shared ones and the namespace's); a key bound to another agent
 gets 403. Deleting a whole entity (DELETE /v2/entities/{type}/{name}/, which the client's reset() and
-delete_users() call) or everything (delete_all without filters) takes a key that may write the whole
-namespace: an agent-bound key gets 403.
+delete_users() call) takes a key that may write the whole namespace: an agent-bound key gets 403. A
+delete_all deletes exactly what its identity fields name (their intersection) and is refused without one.
+An unknown query parameter or body field is refused (400 naming it) on every route.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
 from strataflow.config import Settings
 from strataflow.ingest.message_progress import message_progress
 from strataflow.ingest.online import write_messages
-from strataflow.memory import api, item_sets
+from strataflow.memory import adapters, api, item_sets
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
 from strataflow.service.deps import SettingsDep, require_writer
@@ -36,12 +37,15 @@ from strataflow.service.mem0_deps import (
     Session,
     checked_filter,
     item_id_of,
+    known_query,
     memories,
     namespace_writer,
+    query_filters,
     viewers,
 )
 from strataflow.service.mem0_schemas import (
     MAX_ADD_MESSAGES,
+    MAX_STORED_MESSAGES,
     Mem0Add,
     Mem0AddAnswer,
     Mem0AddResult,
@@ -60,7 +64,7 @@ from strataflow.service.mem0_schemas import (
 )
 from strataflow.service.schemas import Id, SubjectId
 
-router = APIRouter(prefix="/mem0", tags=["mem0-compatible"])
+router = APIRouter(prefix="/mem0", tags=["mem0-compatible"], dependencies=[Depends(known_query)])
 SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
 QUEUED = "Memory processing has been queued for background execution"
 READ = error_responses()
@@ -86,6 +90,7 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
     ids = body.filters
     user_id = body.user_id or (ids.user_id if ids else None)
     run_id = body.run_id or (ids.run_id if ids else None)
+    app_id = body.app_id or (ids.app_id if ids else None)
     agent = caller.agent_for(body.agent_id or (ids.agent_id if ids else None))
     if not user_id:
         raise ApiError(400, "user_id is required: strataflow memories are about a user (subject)", "user_id")
@@ -93,15 +98,22 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
         message.model_dump(include={"role", "content"}) for message in body.messages
     ]  # fmt: skip
     if body.infer:
-        return _queue(db, caller, settings, turns, user_id, agent, run_id, body)
+        return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body)
+    if len(turns) > MAX_STORED_MESSAGES:
+        raise ApiError(
+            413, f"an infer=false add stores (and embeds) each message at once: at most "
+            f"{MAX_STORED_MESSAGES} messages per request, got {len(turns)}", "messages",
+            code="too_many_messages",
+        )  # fmt: skip
     results = []
     for turn in turns:
         if turn["role"] == "system" or not turn["content"].strip():
             continue
         try:
             written = api.create_memory(
-                db, caller.namespace, user_id, shapes.ENTRY_TYPE, shapes.entry_name(turn["content"]),
-                turn["content"], agent_id=agent, metadata=shapes.stored_metadata(body.metadata, run_id),
+                db, caller.namespace, user_id, shapes.ENTRY_TYPE, adapters.mem0_entry_name(turn["content"]),
+                turn["content"], agent_id=agent,
+                metadata=adapters.mem0_metadata(body.metadata, run_id, app_id),
                 settings=settings,
             )  # fmt: skip
             item, event = written.item, "ADD"
@@ -129,6 +141,7 @@ def _queue(
     user_id: str,
     agent: str | None,
     run_id: str | None,
+    app_id: str | None,
     body: Mem0Add,
 ) -> Any:
     event_id = str(uuid.uuid4())
@@ -143,7 +156,7 @@ def _queue(
             "content": turn["content"],
             "created_at": (said + timedelta(microseconds=position)).isoformat(),
             "agent_id": agent,
-            "metadata": dict(body.metadata or {}),
+            "metadata": adapters.mem0_metadata(body.metadata, None, app_id),
         }  # fmt: skip
         for position, turn in enumerate(turns)
     ]
@@ -185,8 +198,9 @@ def event(
         metadata={"namespace": caller.namespace},
         results=[
             Mem0EventResult(
-                id=str(item.id), event="ADD", memory=item.content, user_id=item.subject, agent_id=item.agent,
-                data={"memory": item.content},
+                id=str(item.id), event="ADD", user_id=item.subject, agent_id=item.agent,
+                memory=adapters.mem0_text(item.content, item.statement, item.source),
+                data={"memory": adapters.mem0_text(item.content, item.statement, item.source)},
             )
             for item in made
         ],
@@ -200,8 +214,9 @@ def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Res
     filters: {"results": [memory + score]}."""
     db, caller = session
     wanted = checked_filter(
-        body.filters, caller, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id
-    )
+        body.filters, caller, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id,
+        app_id=body.app_id,
+    )  # fmt: skip
     scores: dict[int, float] = {}
     found: list[MemoryItem] = []
     for subject, agents in wanted.scopes():
@@ -231,22 +246,18 @@ def get_all(
     db, caller = session
     wanted = checked_filter(body.filters, caller)
     number, size = page or body.page or 1, page_size or body.page_size or 100
-    found: list[MemoryItem] = []
-    for subject, agents in wanted.scopes():
-        for viewer in viewers(caller, agents):
-            at_most = item_sets.MAX_LISTED - len(found)
-            found.extend(
-                item_sets.every_memory(db, caller.namespace, subject, agent_id=viewer, at_most=at_most)
-            )
-    kept = sorted(memories(db, caller, found, wanted), key=lambda pair: -pair[0].id)
+    condition, params = adapters.filter_sql(wanted, caller.agent_for(None))
     start = (number - 1) * size
+    found, total = item_sets.filtered_page(
+        db, caller.namespace, condition, params, limit=size, offset=start
+    )  # counted and paged in SQL
     link = str(request.url.remove_query_params(["page", "page_size"]))
-    more = start + size < len(kept)
+    more = start + size < total
     return Mem0Page(
-        count=len(kept),
+        count=total,
         next=f"{link}?page={number + 1}&page_size={size}" if more else None,
         previous=f"{link}?page={number - 1}&page_size={size}" if number > 1 else None,
-        results=[shapes.memory_of(item, run) for item, run in kept[start : start + size]],
+        results=[shapes.memory_of(item, run) for item, run in memories(db, caller, found)],
     )
 
 
@@ -265,14 +276,22 @@ def update(
     settings: SettingsDep,
     agent_id: AgentParam = None,
 ) -> Mem0Memory:
-    """A new text (the memory's name follows it) and/or metadata: a new version, the old one in history."""
+    """A new text (the memory's name follows it) and/or metadata (merged): a new version, the old one in
+    history. A text only another live memory has is refused (409 naming that memory's URL)."""
     db, caller = session
     require_writer(caller)
-    written = api.update_memory(
-        db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id),
-        name=None if body.text is None else shapes.entry_name(body.text),
-        value=api.UNSET if body.text is None else body.text, metadata=body.metadata, settings=settings,
-    )  # fmt: skip
+    try:
+        written = api.update_memory(
+            db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id),
+            name=None if body.text is None else adapters.mem0_entry_name(body.text),
+            value=api.UNSET if body.text is None else body.text, metadata=body.metadata, settings=settings,
+        )  # fmt: skip
+    except api.MemoryConflict as taken:
+        raise ApiError(
+            409, f"memory {taken.item_id} already says this for the same user and agent "
+            f"(GET /mem0/v1/memories/{taken.item_id}/): update or delete that one instead", "text",
+            code="conflict",
+        ) from None  # fmt: skip
     return shapes.memory_of(*memories(db, caller, [written.item])[0])
 
 
@@ -300,21 +319,35 @@ def delete_all(
     user_id: Annotated[SubjectId | None, Query()] = None,
     agent_id: Annotated[SubjectId | None, Query()] = None,
     run_id: Annotated[Id | None, Query()] = None,
-    app_id: Annotated[Id | None, Query(description="the namespace (another app: nothing)")] = None,
+    app_id: Annotated[Id | None, Query()] = None,
+    filters: Annotated[
+        str | None,
+        Query(max_length=4096, description="the identity fields as an object (mem0ai 2.2.1 sends them here)"),
+    ] = None,
 ) -> Mem0Done:
-    """Delete the memories of a user / agent / run that the request may change (all of them: a key that may
-    write the whole namespace)."""
+    """Delete exactly the memories the identity fields name together (their intersection: top-level fields
+    AND `filters`) that the request may change. At least one identity field is required: deleting a whole
+    namespace is `reset` (DELETE /v2/entities/... for each entity), never a delete_all without a scope."""
     db, caller = session
-    if app_id not in (None, caller.namespace):
-        require_writer(caller)
-        return Mem0Done(message="Memories deleted successfully!")  # another app's: none here
-    if user_id is None and agent_id is None and run_id is None:
-        namespace_writer(caller, "deleting every memory")
     require_writer(caller)
-    item_sets.delete_memories(
-        db, caller.namespace, viewer=caller.agent_for(agent_id), subject_id=user_id, owner=agent_id,
-        conversation_id=run_id, every_agent=user_id is None and agent_id is None and run_id is None,
-    )  # fmt: skip
+    wanted = checked_filter(
+        query_filters(filters), caller, user_id=user_id, agent_id=agent_id, run_id=run_id, app_id=app_id
+    )
+    if not wanted.identified():
+        raise ApiError(
+            400, "delete_all needs at least one of user_id, agent_id, run_id, app_id (top level or in "
+            "filters); to delete every memory of the namespace use reset()", "filters", code="scope_required",
+        )  # fmt: skip
+    owners: dict[int, str | None] = {}  # item -> the agent that may delete it (None: the namespace's)
+    found: list[MemoryItem] = []
+    for subject, agents in wanted.scopes():
+        for viewer in viewers(caller, agents):
+            for item in item_sets.every_memory(db, caller.namespace, subject, agent_id=viewer):
+                if item.agent in (None, viewer):  # the viewer's own and the namespace's, not others' shared
+                    owners[item.id] = viewer
+                    found.append(item)
+    for item, _ in memories(db, caller, found, wanted):
+        api.delete_memory(db, caller.namespace, item.id, agent_id=owners[item.id])
     return Mem0Done(message="Memories deleted successfully!")
 
 
@@ -336,10 +369,6 @@ def delete_entity(
     reset): a key that may write the whole namespace."""
     db, caller = session
     namespace_writer(caller, "deleting an entity")
-    if entity_type == "app":  # the namespace itself: everything in it (another app: nothing here)
-        if name == caller.namespace:
-            item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True)
-        return Mem0Done(message="Entity deleted successfully.")
-    scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id"}[entity_type]
+    scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id", "app": "app_id"}[entity_type]
     item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True, **{scope: name})
     return Mem0Done(message="Entity deleted successfully.")

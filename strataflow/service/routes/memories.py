@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from models.memory_items import MemoryHit, MemoryItem, MemoryPage, MemoryVersion
 from strataflow.memory import api
 from strataflow.retrieval import item_search
 from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_responses
+from strataflow.service.mem0_deps import known_query
 from strataflow.service.schemas import (
     BIGINT_MAX,
     Agent,
@@ -83,7 +84,9 @@ def patch_memory(
     ).item  # fmt: skip
 
 
-@router.delete("/{item_id:int}", response_model=MemoryItem, responses=WRITE)
+@router.delete(
+    "/{item_id:int}", response_model=MemoryItem, responses=WRITE, dependencies=[Depends(known_query)]
+)
 def delete_memory(
     item_id: ItemPath, db: WriterDep, caller: CallerDep, agent: AgentQuery = None
 ) -> MemoryItem:
