@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 AUTOMATION_NAME = "strataflow-alerts"
 WEBHOOK_BLOCK = "strataflow-alert-webhook"
-FLOW_NAMES = ["nightly", "weekly", "incremental", "assets", "backfill", "analytics"]
+FLOW_NAMES = ["nightly", "weekly", "incremental", "fresh", "assets", "backfill", "analytics"]
 EVENT_COMPLETED = "strataflow.run.completed"
 EVENT_WITH_ERRORS = "strataflow.run.completed_with_errors"
 ALERT_EVENTS = {"prefect.flow-run.Failed", "prefect.flow-run.Crashed", EVENT_WITH_ERRORS}

@@ -25,6 +25,7 @@ from pathlib import Path
 from strataflow.config import Settings
 from strataflow.errors import UserError
 from strataflow.ops.flow_runner import prefect_environment
+from strataflow.ops.freshness import forget_api_url, record_api_url
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,7 @@ def serve(
         print("registering the work pool, the llm limit and the deployments ...", file=sys.stderr)
         bootstrap(env, pool, settings.llm_concurrency)
         register_alerts(settings, url)
+        record_api_url(settings, url)  # `strataflow api` of this home sends its message events here
         worker = subprocess.Popen(
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
             env=env,
@@ -170,8 +172,8 @@ def serve(
             start_new_session=True,
         )
         print(
-            f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, assets,"
-            " backfill;"
+            f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, fresh,"
+            " assets, backfill;"
             f" pool {pool})\nStart a backfill: Deployments > backfill > Run > Custom run."
             " Ctrl-C stops the worker and the server.",
             file=sys.stderr,
@@ -181,6 +183,7 @@ def serve(
     except KeyboardInterrupt:
         print("stopping the worker and the server ...", file=sys.stderr)
     finally:
+        forget_api_url(settings, url)
         if worker is not None:
             _stop(worker, (signal.SIGINT, signal.SIGINT, signal.SIGTERM), 5.0)
         _stop(server, (signal.SIGTERM, signal.SIGINT), 10.0)
