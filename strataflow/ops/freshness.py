@@ -90,7 +90,7 @@ def emit_messages_received(settings: Settings, namespace: str, subjects: list[st
     scopes = sorted({scope_ref(namespace, subject) for subject in subjects})
     body = json.dumps([received_event(namespace, scopes, messages)]).encode()
     request = urllib.request.Request(
-        f"{url}/events/", data=body, method="POST", headers={"Content-Type": "application/json"}
+        f"{url}/events", data=body, method="POST", headers={"Content-Type": "application/json"}
     )
     try:
         with urllib.request.urlopen(request, timeout=SEND_TIMEOUT_S) as response:

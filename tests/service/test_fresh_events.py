@@ -70,7 +70,7 @@ def test_a_posted_message_sends_one_event_naming_its_namespace_and_scope_by_hash
 
     [(path, [event])] = events_api
     namespace = tenants["alpha"].namespace
-    assert path == "/api/events/" and event["event"] == "strataflow.messages.received"
+    assert path == "/api/events" and event["event"] == "strataflow.messages.received"
     assert event["resource"] == {
         "prefect.resource.id": f"strataflow.namespace.{namespace}",
         "strataflow.namespace": namespace,
