@@ -6,6 +6,10 @@ from PREFECT_SERVER_API_HOST:PORT (4200 by default): not from `prefect server st
 PREFECT_UI_API_URL (and the server's host and port settings) from --host and --port; the UI then works on
 any port.
 
+Order: the server, the work pool and the `fresh` deployment with its event trigger, the worker, one
+catch-up run of `fresh` (messages posted before the trigger existed), then the `llm` limit and the other
+deployments; so posted messages become memory while the rest is still being registered (flows/fresh.py).
+
 Children run in their own sessions so Ctrl-C reaches only us; we then stop the worker (SIGINT twice: one
 may leave a Prefect worker running for 20 s or more) and the server.
 """
@@ -90,17 +94,42 @@ def prefect_command(
     return result
 
 
-def bootstrap(env: dict[str, str], pool: str, llm_limit: int) -> None:
-    """Work pool, global concurrency limit `llm`, and `prefect deploy --all` from the checkout."""
-    if prefect_command(["work-pool", "inspect", pool], env, check=False).returncode != 0:
-        prefect_command(["work-pool", "create", pool, "--type", "process"], env)
-    if prefect_command(["gcl", "inspect", "llm"], env, check=False).returncode != 0:
-        prefect_command(["gcl", "create", "llm", "--limit", str(llm_limit)], env)
+FIRST_DEPLOYMENT = "fresh"  # registered first: posted messages become memory while the others deploy
+
+
+def deployment_names() -> list[str]:
+    import yaml
+
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text(encoding="utf-8"))
+    return [str(deployment["name"]) for deployment in spec["deployments"]]
+
+
+def bootstrap_first(env: dict[str, str], pool: str) -> None:
+    """The work pool and the `fresh` deployment with its trigger (what a worker needs to turn posted messages
+    into memory); the rest follows in bootstrap_rest."""
     if not (PROJECT_ROOT / "prefect.yaml").exists():
         raise UserError(
             f"no prefect.yaml in {PROJECT_ROOT}: serve needs the project checkout (pip install -e .)"
         )
-    prefect_command(["--no-prompt", "deploy", "--all"], env)
+    if prefect_command(["work-pool", "inspect", pool], env, check=False).returncode != 0:
+        prefect_command(["work-pool", "create", pool, "--type", "process"], env)
+    prefect_command(["--no-prompt", "deploy", "--name", FIRST_DEPLOYMENT], env)
+
+
+def bootstrap_rest(env: dict[str, str], llm_limit: int) -> None:
+    """Global concurrency limit `llm` and every other deployment of prefect.yaml."""
+    if prefect_command(["gcl", "inspect", "llm"], env, check=False).returncode != 0:
+        created = prefect_command(["gcl", "create", "llm", "--limit", str(llm_limit)], env, check=False)
+        if created.returncode != 0:  # a first fresh run may have created it meanwhile (begin_run)
+            prefect_command(["gcl", "inspect", "llm"], env)
+    names = [name for name in deployment_names() if name != FIRST_DEPLOYMENT]
+    prefect_command(["--no-prompt", "deploy", *(arg for name in names for arg in ("--name", name))], env)
+
+
+def bootstrap(env: dict[str, str], pool: str, llm_limit: int) -> None:
+    """Work pool, global concurrency limit `llm`, and every deployment of prefect.yaml from the checkout."""
+    bootstrap_first(env, pool)
+    bootstrap_rest(env, llm_limit)
 
 
 def _stop(process: subprocess.Popen[bytes], signals: tuple[int, ...], wait_s: float) -> None:
@@ -134,6 +163,16 @@ def register_alerts(settings: Settings, url: str) -> None:
     print("registered the strataflow-alerts automation (STRATAFLOW_ALERT_WEBHOOK)", file=sys.stderr)
 
 
+def catch_up(url: str) -> None:
+    """One run of the `fresh` deployment for every namespace: what was posted while serve was starting (before
+    the trigger existed) becomes memory now too (flows/fresh.py)."""
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: url}):
+        run_deployment("fresh/fresh", parameters={}, timeout=0)
+
+
 def serve(
     settings: Settings, port: int = 4200, pool: str = "strataflow-pool", host: str = "127.0.0.1"
 ) -> None:
@@ -161,16 +200,19 @@ def serve(
     worker: subprocess.Popen[bytes] | None = None
     try:
         wait_healthy(url, server)
-        print("registering the work pool, the llm limit and the deployments ...", file=sys.stderr)
-        bootstrap(env, pool, settings.llm_concurrency)
-        register_alerts(settings, url)
         record_api_url(settings, url)  # `strataflow api` of this home sends its message events here
+        print("registering the work pool and the fresh deployment ...", file=sys.stderr)
+        bootstrap_first(env, pool)
         worker = subprocess.Popen(
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
             env=env,
             cwd=PROJECT_ROOT,
             start_new_session=True,
         )
+        catch_up(url)
+        print("registering the llm limit and the other deployments ...", file=sys.stderr)
+        bootstrap_rest(env, settings.llm_concurrency)
+        register_alerts(settings, url)
         print(
             f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, fresh,"
             " assets, backfill;"
