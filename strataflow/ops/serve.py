@@ -94,6 +94,7 @@ def prefect_command(
     return result
 
 
+CATCH_UP_WAIT_S = 150.0  # the other deployments register after the catch-up run (or this long)
 FIRST_DEPLOYMENT = "fresh"  # registered first: posted messages become memory while the others deploy
 
 
@@ -104,6 +105,23 @@ def deployment_names() -> list[str]:
     return [str(deployment["name"]) for deployment in spec["deployments"]]
 
 
+def ensure_pool(url: str, pool: str) -> None:
+    """The process work pool, created through the client in this process (a `prefect work-pool` command
+    costs a Python start-up, which on a busy machine is most of the wait)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessWorker
+
+    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(pool)
+        except ObjectNotFound:
+            template = ProcessWorker.get_default_base_job_template()
+            client.create_work_pool(WorkPoolCreate(name=pool, type="process", base_job_template=template))
+
+
 def bootstrap_first(env: dict[str, str], pool: str) -> None:
     """The work pool and the `fresh` deployment with its trigger (what a worker needs to turn posted messages
     into memory); the rest follows in bootstrap_rest."""
@@ -111,8 +129,7 @@ def bootstrap_first(env: dict[str, str], pool: str) -> None:
         raise UserError(
             f"no prefect.yaml in {PROJECT_ROOT}: serve needs the project checkout (pip install -e .)"
         )
-    if prefect_command(["work-pool", "inspect", pool], env, check=False).returncode != 0:
-        prefect_command(["work-pool", "create", pool, "--type", "process"], env)
+    ensure_pool(env["PREFECT_API_URL"], pool)
     prefect_command(["--no-prompt", "deploy", "--name", FIRST_DEPLOYMENT], env)
 
 
@@ -170,7 +187,7 @@ def catch_up(url: str) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     with temporary_settings({PREFECT_API_URL: url}):
-        run_deployment("fresh/fresh", parameters={}, timeout=0)
+        run_deployment("fresh/fresh", parameters={}, timeout=CATCH_UP_WAIT_S)  # alone on the CPU first
 
 
 def serve(
@@ -202,13 +219,14 @@ def serve(
         wait_healthy(url, server)
         record_api_url(settings, url)  # `strataflow api` of this home sends its message events here
         print("registering the work pool and the fresh deployment ...", file=sys.stderr)
-        bootstrap_first(env, pool)
-        worker = subprocess.Popen(
+        ensure_pool(url, pool)
+        worker = subprocess.Popen(  # starts while the fresh deployment registers
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
             env=env,
             cwd=PROJECT_ROOT,
             start_new_session=True,
         )
+        bootstrap_first(env, pool)
         catch_up(url)
         print("registering the llm limit and the other deployments ...", file=sys.stderr)
         bootstrap_rest(env, settings.llm_concurrency)
