@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "analytics",
     "notify",
     "transfer",
+    "model",
 )
 
 

@@ -65,6 +65,13 @@ class Settings(BaseSettings):
         description='Tokens one run may spend per namespace, as JSON ({"alpha": 200000}); a namespace not '
         "listed gets an equal part of STRATAFLOW_LLM_BUDGET_TOKENS among those a stage works for.",
     )
+    llm_response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto",
+        description="How a stage asks for its JSON: json_schema (the stage's pydantic schema as "
+        "response_format; llama.cpp, vLLM and Ollama turn it into a grammar), json_object, or none "
+        "(instructions only). auto: json_schema when litellm says the model supports it, else json_object "
+        "when it takes response_format.",
+    )
     llm_max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx and timeouts.")
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
     llm_concurrency: int = Field(2, ge=1, le=64, description="LLM requests in flight at once per process.")

@@ -158,17 +158,32 @@ def status(
 
 def demo(
     out: Path = DEMO_OUT,
+    model: str = typer.Option(
+        "offline",
+        "--model",
+        help="offline (the rules provider) or local (the packaged model, localmodel extra).",
+    ),
 ) -> None:
     """The tour: embedded database, bilingual sample, a backfill through Prefect, then what each layer holds.
 
     A second run reuses the sample and everything computed (no LLM call).
 
-    Example: strataflow demo
+    With --model local every stage runs on the packaged local model (Qwen2.5-Coder-0.5B-Instruct through
+    llama.cpp; the localmodel extra) over a smaller sample, with a time estimate first (docs/models.md).
+
+    Example: strataflow demo --model local
     """
     from strataflow.demo import tour
 
     settings = settings_or_exit()
     with cli_errors():
+        if model not in ("offline", "local"):
+            raise typer.BadParameter(f"{model!r}: use offline or local", param_hint="--model")
+        if model == "local":
+            from strataflow.demo.local import run_local_demo
+
+            typer.echo(run_local_demo(settings, out))
+            return
         typer.echo(tour.run_demo(settings, out))
 
 

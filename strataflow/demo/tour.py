@@ -77,7 +77,9 @@ def progress(step: int, total: int, message: str, started: float) -> None:
     print(f"[{step}/{total} {time.monotonic() - started:5.0f}s] {message}", file=sys.stderr, flush=True)
 
 
-def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
+def prepare_sample(
+    settings: Settings, out: Path, subjects: int = SAMPLE_SUBJECTS, weeks: int = SAMPLE_WEEKS
+) -> dict[str, str]:
     """Generate the sample into out once; later runs reuse it (the marker keeps its date range)."""
     marker = out / MARKER
     if marker.exists():
@@ -90,8 +92,8 @@ def prepare_sample(settings: Settings, out: Path) -> dict[str, str]:
             "the demo needs the sample generator (strataflow/demo/sample.py), which is not in this checkout"
         ) from None
     end = datetime.now(settings.tz).date() - timedelta(days=1)
-    sample.write_sample(out, subjects=SAMPLE_SUBJECTS, weeks=SAMPLE_WEEKS, end_date=end, tz=settings.tz)
-    info = {"start": sample.first_day(end, SAMPLE_WEEKS).isoformat(), "end": end.isoformat()}
+    sample.write_sample(out, subjects=subjects, weeks=weeks, end_date=end, tz=settings.tz)
+    info = {"start": sample.first_day(end, weeks).isoformat(), "end": end.isoformat()}
     marker.write_text(json.dumps(info))
     return info
 
@@ -181,8 +183,15 @@ def _next_steps() -> str:
     )
 
 
-def run_demo(settings: Settings, out: Path | None = None) -> str:
-    """Run the tour and return what to print."""
+def run_demo(
+    settings: Settings,
+    out: Path | None = None,
+    subjects: int = SAMPLE_SUBJECTS,
+    weeks: int = SAMPLE_WEEKS,
+    before_flows: Any = None,
+) -> str:
+    """Run the tour and return what to print (before_flows(info): called once the sample is ready, e.g. to
+    print a time estimate)."""
     from strataflow.db import migrations
     from strataflow.db.engine import check_connection, engine_for
 
@@ -199,7 +208,9 @@ def run_demo(settings: Settings, out: Path | None = None) -> str:
     out = (out or settings.home / "demo").expanduser().resolve()
     step(f"bilingual sample in {out}")
     out.mkdir(parents=True, exist_ok=True)
-    info = prepare_sample(settings, out)
+    info = prepare_sample(settings, out, subjects, weeks)
+    if before_flows is not None:
+        before_flows(info)
     summaries = run_flows(settings, out, info, step)
     step("reading back the layers")
     with engine_for(settings).connect() as conn:

@@ -21,6 +21,7 @@ API keys come only from the environment (litellm reads them); error texts are sc
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -159,6 +160,22 @@ def parse_output(content: str, schema: type[T]) -> T:
     if fenced:
         body = fenced.group(1)
     return schema.model_validate_json(body)
+
+
+SCHEMA_INSTRUCTIONS = (
+    "Reply with only one JSON object (no prose, no code fence) that validates against this JSON "
+    "schema:\n{schema}"
+)
+
+
+def with_schema_instructions(messages: list[dict[str, Any]], schema: type[BaseModel]) -> list[dict[str, Any]]:
+    """The messages with the schema's JSON instructions at the end of the system message (for models asked
+    without a json_schema response_format)."""
+    compact = json.dumps(schema.model_json_schema(), ensure_ascii=False, separators=(",", ":"))
+    note = SCHEMA_INSTRUCTIONS.format(schema=compact)
+    if messages and messages[0]["role"] == "system":
+        return [{**messages[0], "content": f"{messages[0]['content']}\n\n{note}"}, *messages[1:]]
+    return [{"role": "system", "content": note}, *messages]
 
 
 class LLMGateway:
@@ -311,7 +328,7 @@ class LLMGateway:
             started = time.monotonic()
             try:
                 with _semaphore(self.settings.llm_concurrency):
-                    response = self._send(litellm, call.model, messages)
+                    response = self._send(litellm, call.model, messages, schema)
             except Exception as exc:  # litellm maps provider errors onto its own classes; name them below
                 latency = int((time.monotonic() - started) * 1000)
                 outcome = next((name for cls, name in retryable if isinstance(exc, cls)), "error")
@@ -349,7 +366,7 @@ class LLMGateway:
             f"{last_error}"
         )
 
-    def _send(self, litellm: Any, model: str, messages: list[dict[str, Any]]) -> Any:
+    def _send(self, litellm: Any, model: str, messages: list[dict[str, Any]], schema: type[BaseModel]) -> Any:
         if model.startswith("offline/"):
             _register_offline()
         kwargs: dict[str, Any] = {
@@ -362,19 +379,32 @@ class LLMGateway:
         }
         if self.settings.llm_api_base and not model.startswith("offline/"):
             kwargs["api_base"] = self.settings.llm_api_base
-        if self._supports_json_mode(litellm, model):
-            kwargs["response_format"] = {"type": "json_object"}
+        mode = self.response_format(litellm, model)
+        if mode == "json_schema":
+            json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}
+            kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}
+        elif mode != "offline":
+            # No schema travels with the request: the instructions carry it, so a model that ignores
+            # response_format (or a server without it) still knows the shape to return.
+            kwargs["messages"] = with_schema_instructions(messages, schema)
+            if mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object"}
         return litellm.completion(**kwargs)
 
-    @staticmethod
-    def _supports_json_mode(litellm: Any, model: str) -> bool:
+    def response_format(self, litellm: Any, model: str) -> str:
+        """How this model is asked for JSON (STRATAFLOW_LLM_RESPONSE_FORMAT; auto asks litellm): json_schema,
+        json_object or none; offline for the offline provider, which always answers in its schema."""
         if model.startswith("offline/"):
-            return False
+            return "offline"
+        if self.settings.llm_response_format != "auto":
+            return self.settings.llm_response_format
         try:
+            if litellm.supports_response_schema(model=model):
+                return "json_schema"
             params = litellm.get_supported_openai_params(model=model) or []
         except Exception:  # unknown provider: send no optional parameter rather than fail
-            return False
-        return "response_format" in params
+            return "none"
+        return "json_object" if "response_format" in params else "none"
 
     @staticmethod
     def _usage(model: str, messages: list[dict[str, Any]], content: str, response: Any) -> tuple[int, int]:

@@ -6,6 +6,10 @@ from PREFECT_SERVER_API_HOST:PORT (4200 by default): not from `prefect server st
 PREFECT_UI_API_URL (and the server's host and port settings) from --host and --port; the UI then works on
 any port.
 
+Order: the server, the work pool and the `fresh` deployment with its event trigger, the worker, one
+catch-up run of `fresh` (messages posted before the trigger existed), then the `llm` limit and the other
+deployments; so posted messages become memory while the rest is still being registered (flows/fresh.py).
+
 Children run in their own sessions so Ctrl-C reaches only us; we then stop the worker (SIGINT twice: one
 may leave a Prefect worker running for 20 s or more) and the server.
 """
@@ -25,6 +29,7 @@ from pathlib import Path
 from strataflow.config import Settings
 from strataflow.errors import UserError
 from strataflow.ops.flow_runner import prefect_environment
+from strataflow.ops.freshness import forget_api_url, record_api_url
 
 logger = logging.getLogger(__name__)
 
@@ -89,17 +94,59 @@ def prefect_command(
     return result
 
 
-def bootstrap(env: dict[str, str], pool: str, llm_limit: int) -> None:
-    """Work pool, global concurrency limit `llm`, and `prefect deploy --all` from the checkout."""
-    if prefect_command(["work-pool", "inspect", pool], env, check=False).returncode != 0:
-        prefect_command(["work-pool", "create", pool, "--type", "process"], env)
-    if prefect_command(["gcl", "inspect", "llm"], env, check=False).returncode != 0:
-        prefect_command(["gcl", "create", "llm", "--limit", str(llm_limit)], env)
+CATCH_UP_WAIT_S = 150.0  # the other deployments register after the catch-up run (or this long)
+FIRST_DEPLOYMENT = "fresh"  # registered first: posted messages become memory while the others deploy
+
+
+def deployment_names() -> list[str]:
+    import yaml
+
+    spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text(encoding="utf-8"))
+    return [str(deployment["name"]) for deployment in spec["deployments"]]
+
+
+def ensure_pool(url: str, pool: str) -> None:
+    """The process work pool, created through the client in this process (a `prefect work-pool` command
+    costs a Python start-up, which on a busy machine is most of the wait)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.workers.process import ProcessWorker
+
+    with temporary_settings({PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(pool)
+        except ObjectNotFound:
+            template = ProcessWorker.get_default_base_job_template()
+            client.create_work_pool(WorkPoolCreate(name=pool, type="process", base_job_template=template))
+
+
+def bootstrap_first(env: dict[str, str], pool: str) -> None:
+    """The work pool and the `fresh` deployment with its trigger (what a worker needs to turn posted messages
+    into memory); the rest follows in bootstrap_rest."""
     if not (PROJECT_ROOT / "prefect.yaml").exists():
         raise UserError(
             f"no prefect.yaml in {PROJECT_ROOT}: serve needs the project checkout (pip install -e .)"
         )
-    prefect_command(["--no-prompt", "deploy", "--all"], env)
+    ensure_pool(env["PREFECT_API_URL"], pool)
+    prefect_command(["--no-prompt", "deploy", "--name", FIRST_DEPLOYMENT], env)
+
+
+def bootstrap_rest(env: dict[str, str], llm_limit: int) -> None:
+    """Global concurrency limit `llm` and every other deployment of prefect.yaml."""
+    if prefect_command(["gcl", "inspect", "llm"], env, check=False).returncode != 0:
+        created = prefect_command(["gcl", "create", "llm", "--limit", str(llm_limit)], env, check=False)
+        if created.returncode != 0:  # a first fresh run may have created it meanwhile (begin_run)
+            prefect_command(["gcl", "inspect", "llm"], env)
+    names = [name for name in deployment_names() if name != FIRST_DEPLOYMENT]
+    prefect_command(["--no-prompt", "deploy", *(arg for name in names for arg in ("--name", name))], env)
+
+
+def bootstrap(env: dict[str, str], pool: str, llm_limit: int) -> None:
+    """Work pool, global concurrency limit `llm`, and every deployment of prefect.yaml from the checkout."""
+    bootstrap_first(env, pool)
+    bootstrap_rest(env, llm_limit)
 
 
 def _stop(process: subprocess.Popen[bytes], signals: tuple[int, ...], wait_s: float) -> None:
@@ -137,6 +184,16 @@ def register_alerts(settings: Settings, url: str) -> None:
     print("registered the strataflow-alerts automation (STRATAFLOW_ALERT_WEBHOOK)", file=sys.stderr)
 
 
+def catch_up(url: str) -> None:
+    """One run of the `fresh` deployment for every namespace: what was posted while serve was starting (before
+    the trigger existed) becomes memory now too (flows/fresh.py)."""
+    from prefect.deployments import run_deployment
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: url}):
+        run_deployment("fresh/fresh", parameters={}, timeout=CATCH_UP_WAIT_S)  # alone on the CPU first
+
+
 def serve(
     settings: Settings, port: int = 4200, pool: str = "strataflow-pool", host: str = "127.0.0.1"
 ) -> None:
@@ -164,18 +221,23 @@ def serve(
     worker: subprocess.Popen[bytes] | None = None
     try:
         wait_healthy(url, server)
-        print("registering the work pool, the llm limit and the deployments ...", file=sys.stderr)
-        bootstrap(env, pool, settings.llm_concurrency)
-        register_alerts(settings, url)
-        worker = subprocess.Popen(
+        record_api_url(settings, url)  # `strataflow api` of this home sends its message events here
+        print("registering the work pool and the fresh deployment ...", file=sys.stderr)
+        ensure_pool(url, pool)
+        worker = subprocess.Popen(  # starts while the fresh deployment registers
             [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
             env=env,
             cwd=PROJECT_ROOT,
             start_new_session=True,
         )
+        bootstrap_first(env, pool)
+        catch_up(url)
+        print("registering the llm limit and the other deployments ...", file=sys.stderr)
+        bootstrap_rest(env, settings.llm_concurrency)
+        register_alerts(settings, url)
         print(
-            f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, assets,"
-            " backfill;"
+            f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, fresh,"
+            " assets, backfill;"
             f" pool {pool})\nStart a backfill: Deployments > backfill > Run > Custom run."
             " Ctrl-C stops the worker and the server.",
             file=sys.stderr,
@@ -185,6 +247,7 @@ def serve(
     except KeyboardInterrupt:
         print("stopping the worker and the server ...", file=sys.stderr)
     finally:
+        forget_api_url(settings, url)
         if worker is not None:
             _stop(worker, (signal.SIGINT, signal.SIGINT, signal.SIGTERM), 5.0)
         _stop(server, (signal.SIGTERM, signal.SIGINT), 10.0)

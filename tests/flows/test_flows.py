@@ -35,7 +35,15 @@ def test_every_prefect_yaml_entrypoint_imports_a_flow_of_the_deployment_name() -
 
     spec = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text())
     deployments = {d["name"]: d for d in spec["deployments"]}
-    assert sorted(deployments) == ["analytics", "assets", "backfill", "incremental", "nightly", "weekly"]
+    assert sorted(deployments) == [
+        "analytics",
+        "assets",
+        "backfill",
+        "fresh",
+        "incremental",
+        "nightly",
+        "weekly",
+    ]
     for name, deployment in deployments.items():
         path, function = deployment["entrypoint"].split(":")
         module = import_module(path.removesuffix(".py").replace("/", "."))
@@ -44,6 +52,11 @@ def test_every_prefect_yaml_entrypoint_imports_a_flow_of_the_deployment_name() -
         assert deployment["concurrency_limit"] == 1
     trigger = DeploymentEventTrigger(**deployments["analytics"]["triggers"][0])  # valid, chained to weekly
     assert trigger.expect == {"strataflow.run.completed"} and trigger.match["strataflow.flow"] == ["weekly"]
+    fresh = DeploymentEventTrigger(**deployments.pop("fresh")["triggers"][0])  # on every accepted write
+    assert fresh.expect == {"strataflow.messages.received"} and fresh.for_each == {"prefect.resource.id"}
+    assert fresh.within.total_seconds() <= 10 and fresh.parameters == {
+        "namespace": "{{ event.resource['strataflow.namespace'] }}"
+    }
     incremental = deployments.pop("incremental")
     assert [s["interval"] for s in incremental["schedules"]] == [600]  # at most 15 minutes
     crons = {name: [s["cron"] for s in d["schedules"]] for name, d in deployments.items()}

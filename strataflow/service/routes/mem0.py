@@ -18,7 +18,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
 from sqlalchemy import Connection
 
 from models.memory_items import MemoryItem
@@ -26,6 +26,7 @@ from strataflow.config import Settings
 from strataflow.ingest.message_progress import message_progress
 from strataflow.ingest.online import write_messages
 from strataflow.memory import adapters, api, item_sets
+from strataflow.ops.freshness import emit_messages_received
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
 from strataflow.service.deps import SettingsDep, require_writer
@@ -81,7 +82,7 @@ def ping(session: Session) -> Mem0Ping:
 
 
 @router.post("/v3/memories/add/", response_model=Mem0AddAnswer, responses=READ)
-def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
+def add(body: Mem0Add, session: Session, settings: SettingsDep, background: BackgroundTasks) -> Any:
     """infer=false: each message's text is stored as a memory now; infer=true (the default): the messages go
     to L1 (as POST /v1/messages) and the answer is an event, PENDING until the extract stage has made
     memories of them."""
@@ -98,7 +99,7 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep) -> Any:
         message.model_dump(include={"role", "content"}) for message in body.messages
     ]  # fmt: skip
     if body.infer:
-        return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body)
+        return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body, background)
     if len(turns) > MAX_STORED_MESSAGES:
         raise ApiError(
             413, f"an infer=false add stores (and embeds) each message at once: at most "
@@ -143,6 +144,7 @@ def _queue(
     run_id: str | None,
     app_id: str | None,
     body: Mem0Add,
+    background: BackgroundTasks,
 ) -> Any:
     event_id = str(uuid.uuid4())
     said = datetime.now(UTC)
@@ -164,6 +166,10 @@ def _queue(
     if written.accepted == 0 and written.problems:
         first = written.problems[0]
         return error_response(422, first.error, f"messages.{first.position}.{first.field}", code=first.reason)
+    if written.inserted + written.updated:  # after the commit and the response: never delays nor fails it
+        background.add_task(
+            emit_messages_received, settings, caller.namespace, [user_id], written.inserted + written.updated
+        )
     return Mem0AddAnswer(message=QUEUED, status="PENDING", event_id=event_id)
 
 

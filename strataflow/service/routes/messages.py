@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, BackgroundTasks
 from fastapi.responses import JSONResponse
 
 from strataflow.ingest.online import OnlineWrite, write_messages
+from strataflow.ops.freshness import emit_messages_received
 from strataflow.service.deps import CallerDep, SettingsDep, WriterDep
 from strataflow.service.errors import error_response, error_responses
 from strataflow.service.schemas import MessagesBody
@@ -15,20 +16,26 @@ router = APIRouter(prefix="/v1/messages", tags=["messages"])
 
 @router.post("", response_model=OnlineWrite, responses=error_responses())
 def post_messages(
-    body: MessagesBody, db: WriterDep, caller: CallerDep, settings: SettingsDep
+    body: MessagesBody, db: WriterDep, caller: CallerDep, settings: SettingsDep, background: BackgroundTasks
 ) -> OnlineWrite | JSONResponse:
     """Write one message or a list into L1 of the key's namespace, idempotent on (source, source_message_id).
 
     A record's created_at must lie inside the online write window, [now - the retention, now + 1 day] by
     default: outside, 422 naming created_at. A record the batch ingest would quarantine is quarantined (and
     named in `problems`); when every record is, the answer is 422 naming the first bad field. A written
-    message is found by /v1/context at once (full text); its embedding comes with the next embed run. A key
+    message is found by /v1/context at once (full text); its embedding comes with the next embed run. With
+    `strataflow serve` running, its L2 memory follows within about two minutes (docs/deployments.md). A key
     bound to an agent writes that agent's messages: a record naming another agent is 403.
     """
     records = body.records()
     for record in records:
         record["agent_id"] = caller.agent_for(record.get("agent_id"))
     written = write_messages(db, settings, caller.namespace, records)
+    if written.inserted + written.updated:  # after the commit and the response: never delays nor fails it
+        subjects = [str(record.get("subject_id")) for record in records]
+        background.add_task(
+            emit_messages_received, settings, caller.namespace, subjects, written.inserted + written.updated
+        )
     if written.accepted == 0 and written.problems:
         first = written.problems[0]
         return error_response(422, first.error, first.field, code=first.reason)
