@@ -64,7 +64,7 @@ def gather_waiting(namespace: str | None) -> list[str | None]:
                 other = run.parameters.get("namespace")
                 if str(run.id) == str(flow_run.id) or not (other is None or isinstance(other, str)):
                     continue
-                gathered = Cancelled(message=f"gathered into fresh run {flow_run.id}")
+                gathered: Any = Cancelled(message=f"gathered into fresh run {flow_run.id}")
                 done = client.set_flow_run_state(run.id, gathered)
                 if done.status == SetStateStatus.ACCEPT and other not in namespaces:
                     namespaces.append(other)
