@@ -27,7 +27,9 @@ def post_messages(
     """
     records = body.records()
     for record in records:
-        record["agent_id"] = caller.agent_for(record.get("agent_id"))
+        agent = caller.agent_for(record.get("agent_id"))
+        if agent is not None:
+            record["agent_id"] = agent
     written = write_messages(db, settings, caller.namespace, records)
     if written.accepted == 0 and written.problems:
         first = written.problems[0]
