@@ -39,11 +39,13 @@ DEADLINE: ContextVar[tuple[float, str] | None] = ContextVar("strataflow_work_dea
 
 
 @contextmanager
-def work_deadline(seconds: float, what: str) -> Iterator[None]:
+def work_deadline(seconds: float | None, what: str = "") -> Iterator[None]:
     """Bound the database work done inside (in this context and the threads it starts) to `seconds`: every
     statement after the deadline raises WorkDeadline, and a session opened inside gets a statement_timeout
-    of the time left (deadline_ms). `what` names the setting, for the message."""
-    token = DEADLINE.set((time.monotonic() + seconds, what))
+    of the time left (deadline_ms). `what` names the setting, for the message. None: no deadline inside,
+    whatever the context holds (asyncio can carry a context variable from one task into the next one a
+    connection starts: CPython issue 140947)."""
+    token = DEADLINE.set(None if seconds is None else (time.monotonic() + seconds, what))
     try:
         yield
     finally:

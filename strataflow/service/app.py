@@ -148,6 +148,10 @@ class HeavyTurns:
         self.app, self.sessions = app, sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with work_deadline(None):  # never a deadline an earlier request of the connection left behind
+            await self._call(scope, receive, send)
+
+    async def _call(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or (scope["method"], scope["path"]) not in HEAVY:
             await self.app(scope, receive, send)
             return

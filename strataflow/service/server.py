@@ -179,6 +179,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "h11_max_incomplete_event_size": HEAD_MAX_BYTES,
         "proxy_headers": bool(proxies),
         "forwarded_allow_ips": proxies or None,
+        "reset_contextvars": True,  # a request's context variables never reach the connection's next one
     }
 
 

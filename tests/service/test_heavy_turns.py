@@ -209,3 +209,13 @@ def test_save_info_holds_no_connection_while_the_model_answers(
     assert held <= 1, f"{held} pooled connections held while the model answered"
     assert probe.status_code == 200 and took < 2.0, took
     assert answers == [200] * 4, answers
+
+
+def test_a_heavy_requests_deadline_never_reaches_the_connections_next_request(
+    bounded_url: str, tenants: dict[str, Tenant]
+) -> None:
+    with tenants["alpha"].client(bounded_url) as client:  # one keep-alive connection
+        for _ in range(3):
+            answer = client.post("/v1/memories/search", json={"query": "garden"})
+            assert answer.status_code == 200, answer.text
+            time.sleep(2.2)  # past the 2 s deadline of the request before

@@ -29,7 +29,9 @@ def post_messages(
     """
     records = body.records()
     for record in records:
-        record["agent_id"] = caller.agent_for(record.get("agent_id"))
+        agent = caller.agent_for(record.get("agent_id"))
+        if agent is not None:
+            record["agent_id"] = agent
     written = write_messages(db, settings, caller.namespace, records)
     if written.inserted + written.updated:  # after the commit and the response: never delays nor fails it
         subjects = [str(record.get("subject_id")) for record in records]
