@@ -21,6 +21,7 @@ from strataflow.db.engine import libpq_url, sqlalchemy_url
 # The last numbered file before the view files existed: a database migrated up to here by the old files
 # (views defined and redefined in 060-068, 142, 143 and 180) is what an existing installation has.
 OLD_SET_LAST = "221_replace_message_key_time_index_with_brin.sql"
+NEW_VIEWS = ("llm_cost_events",)  # view files added after OLD_SET_LAST, with no numbered file of their own
 
 SNAPSHOT = text(
     """
@@ -138,7 +139,8 @@ def upgraded(scratch: Scratch, tmp_path_factory: pytest.TempPathFactory) -> Engi
     _, engine = scratch.database()
     old = copy_sql(tmp_path_factory.mktemp("old-sql"), last=OLD_SET_LAST, with_views=False)
     migrations.upgrade(engine, old)
-    assert len(view_oids(engine)) == len(views.discover(migrations.SQL_DIR))  # the old files made them all
+    # the old files made every view there was then (views added since come with the upgrade)
+    assert len(view_oids(engine)) >= len(views.discover(migrations.SQL_DIR)) - len(NEW_VIEWS)
     migrations.upgrade(engine)
     return engine
 
