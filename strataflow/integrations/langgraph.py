@@ -14,8 +14,9 @@ Namespaces map to users: the label at `subject_at` (default 1: LangMem's ("memor
 subject. A put is embedded when written, so it is found by meaning at once; `index=False` is not embedded
 (a search by meaning lists it only after the ranked items, score None), `index=["field", ...]` embeds those
 fields; `value=None` deletes (the item's history stays); `filter` takes value fields with a value or $eq,
-$ne, $gt, $gte, $lt, $lte, $in, $nin. Keys and labels are opaque ("/" in a key is not a deeper namespace),
-keys up to 4,096 characters. `ttl` is in minutes, as BaseStore's: `ttl_config=TTLConfig(default_ttl=...,
+$ne, $gt, $gte, $lt, $lte, $in, $nin. Keys are opaque ("/" in a key is not a deeper namespace), up to 4,096
+characters; labels up to 200, without "/" or control characters (the user's label is a subject id).
+`ttl` is in minutes, as BaseStore's: `ttl_config=TTLConfig(default_ttl=...,
 refresh_on_read=...)` gives the default and whether reads restart it; an expired item is gone for every read
 at once and swept by the next write. A batch of up to 1,000 operations is one request and one transaction.
 

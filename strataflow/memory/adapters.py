@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +32,9 @@ HIDDEN_KEYS = (CONVERSATION_KEY, APP_KEY)  # mem0's entity ids, shown as fields 
 IDENTITY_FIELDS = ("user_id", "agent_id", "run_id", "app_id")
 FILTER_FIELDS = (*IDENTITY_FIELDS, "metadata")
 MAX_CLAUSES = 64  # alternatives of one filter once its AND / OR are expanded
-# (user, agent, run, app) combinations a filter may name in all: each is a search or a list the request runs
-MAX_FILTER_COMBINATIONS = 20
+# (user, agent) pairs a filter may name in all: each is a search (or a list) the request runs; run, app and
+# metadata conditions only narrow what those return
+MAX_FILTER_COMBINATIONS = 50
 ANY: frozenset[str] = frozenset({"*"})  # the wildcard: any non-null value
 
 
@@ -99,8 +99,12 @@ class Clause:
         found = self.allowed.get(name)
         return None if found is None or found == ANY else found
 
-    def combinations(self) -> int:
-        return math.prod(len(self.values(name) or ANY) for name in IDENTITY_FIELDS)
+    def pairs(self) -> set[tuple[str | None, str | None]]:
+        """The (user, agent) pairs the clause names (None: left open)."""
+        open_field: list[str | None] = [None]
+        users: list[str | None] = [*sorted(self.values("user_id") or [])] or open_field
+        agents: list[str | None] = [*sorted(self.values("agent_id") or [])] or open_field
+        return {(user, agent) for user in users for agent in agents}
 
 
 @dataclass(frozen=True)
@@ -135,15 +139,15 @@ def parse_filters(filters: Mapping[str, Any] | None, **top_level: str | None) ->
     """The Filter of mem0's `filters` AND the top-level entity ids given (None values are left out): a field
     is a value (equality), {"eq": v}, {"in": [...]} or "*"; `metadata` an object of fields, each a value,
     {"eq": v} or {"in": [...]}; combined in one object (AND) or with AND / OR lists. FilterTooLarge when it
-    names more than MAX_FILTER_COMBINATIONS (user, agent, run, app) combinations."""
+    names more than MAX_FILTER_COMBINATIONS (user, agent) pairs in all (each a search the request runs)."""
     parts: list[Any] = [{name: value} for name, value in top_level.items() if value is not None]
     if filters:
         parts.append(dict(filters))
     clauses = _dnf({"AND": parts}, "filters") if parts else [Clause()]
-    total = sum(clause.combinations() for clause in clauses)
+    total = len(set().union(*(clause.pairs() for clause in clauses)))
     if total > MAX_FILTER_COMBINATIONS:
         raise FilterTooLarge(
-            f"the filter names {total} (user_id, agent_id, run_id, app_id) combinations; at most "
+            f"the filter names {total} (user_id, agent_id) combinations, each a search; at most "
             f"{MAX_FILTER_COMBINATIONS} per request (split it into several requests)"
         )
     return Filter(tuple(clauses))

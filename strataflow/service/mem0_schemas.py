@@ -8,7 +8,7 @@ with 400 naming it: nothing sent to /mem0 is silently ignored.
 
 Limits (bounded work per request, before it starts): MAX_ADD_MESSAGES messages per add (MAX_STORED_MESSAGES
 with infer=false, each embedded at once), top_k <= 100, a filter naming at most
-strataflow.memory.adapters.MAX_FILTER_COMBINATIONS (user, agent, run, app) combinations (422 naming it).
+strataflow.memory.adapters.MAX_FILTER_COMBINATIONS (user, agent) combinations (422 naming it).
 """
 
 from __future__ import annotations
@@ -109,7 +109,10 @@ class Mem0Add(Strict):
             "anyOf": [
                 {"required": ["user_id"], "properties": {"user_id": {"type": "string"}}},
                 {"required": ["filters"], "properties": {"filters": {"type": "object"}}},
-            ]
+            ],
+            # infer=false stores and embeds each message in the request: at most MAX_STORED_MESSAGES
+            "if": {"required": ["infer"], "properties": {"infer": {"const": False}}},
+            "then": {"properties": {"messages": {"maxItems": MAX_STORED_MESSAGES}}},
         },
     )
     messages: Turns | Content = Field(

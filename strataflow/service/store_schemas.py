@@ -3,7 +3,7 @@ list_namespaces), as strataflow.integrations.langgraph sends them (strataflow.se
 
 Limits (bounded work per request): MAX_OPS operations per batch, of which at most MAX_SEARCH_OPS searches
 (each a ranked search), keys up to MAX_KEY_CHARS characters (LangGraph sets none; PostgresStore keeps text),
-labels up to 1,000; the body's own cap (STRATAFLOW_API_MAX_BODY_BYTES) bounds the rest."""
+labels up to 200; the body's own cap (STRATAFLOW_API_MAX_BODY_BYTES) bounds the rest."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from models.messages import SAFE_ID
 from strataflow.service.schemas import Agent, Metadata, QueryText, Strict
 
 MAX_OPS = 1000  # operations of one batch (one request, one transaction)
 MAX_SEARCH_OPS = 20  # of which searches: each is a ranked search
 MAX_KEY_CHARS = 4096
 IndexPath = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-# A label as LangGraph allows it (no ".", no NUL); the label that is the user is also a subject id (SAFE_ID).
-Label = Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[^\x00.]+$")]
+# A label: a subject id's characters (no "/" or control characters: the label that is the user is a subject)
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=SAFE_ID)]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, pattern=r"^[^\x00]*$")]
 Namespace = Annotated[list[Label], Field(min_length=1, max_length=10)]
 PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]

@@ -190,7 +190,7 @@ def test_agent_bound_keys_act_as_their_agent_and_may_not_delete_the_namespace(
     assert status_of(b1.delete, mid["id"]) == 404
     for refused in (lambda: a1.delete_users(user_id=subject), a1.reset):
         assert status_of(refused) == 403
-    assert status_of(a1.delete_all) == 400  # no identity field: refused, whoever asks
+    assert status_of(a1.delete_all) == 403  # no identity field: refused, whoever asks
     assert a1.get(mid["id"])["memory"].startswith("I water")
     every.delete_users(user_id=subject)  # the namespace's key: every agent's memories of the user
     assert status_of(a1.get, mid["id"]) == 404

@@ -328,7 +328,7 @@ def delete_all(
     app_id: Annotated[Id | None, Query()] = None,
     filters: Annotated[
         str | None,
-        Query(max_length=4096, description="the identity fields as an object (mem0ai 2.2.1 sends them here)"),
+        Query(max_length=4096, include_in_schema=False),  # mem0ai 2.2.1 sends the identity fields here
     ] = None,
 ) -> Mem0Done:
     """Delete exactly the memories the identity fields name together (their intersection: top-level fields
@@ -341,7 +341,7 @@ def delete_all(
     )
     if not wanted.identified():
         raise ApiError(
-            400, "delete_all needs at least one of user_id, agent_id, run_id, app_id (top level or in "
+            403, "delete_all needs at least one of user_id, agent_id, run_id, app_id (top level or in "
             "filters); to delete every memory of the namespace use reset()", "filters", code="scope_required",
         )  # fmt: skip
     owners: dict[int, str | None] = {}  # item -> the agent that may delete it (None: the namespace's)
