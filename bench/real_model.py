@@ -12,7 +12,8 @@ json_valid_first_try and json_valid_after_repair (shares of cases, read from llm
 outcome, and whether any request of the case ended ok), value_recall and offline_value_recall (share of the
 labelled values found among the values of the items extracted: numbers equal, strings equal or one inside the
 other, case-folded), seconds_per_call (mean latency of the real model's requests), prompt_tokens_per_message
-and the response_format used (STRATAFLOW_LLM_RESPONSE_FORMAT, json_schema by default here). Progress on
+and the response_format used (STRATAFLOW_LLM_RESPONSE_FORMAT; json_object by default here:
+llama-cpp-python's server refuses json_schema). Progress on
 stderr. Needs the localmodel extra unless --api-base is given.
 """
 
@@ -188,7 +189,7 @@ def main() -> None:
         url = command.url
     try:
         model_id = args.model or wait_for_models(url, server)
-        fmt = settings.llm_response_format if settings.llm_response_format != "auto" else "json_schema"
+        fmt = settings.llm_response_format if settings.llm_response_format != "auto" else "json_object"
         real = settings.model_copy(
             update={"extract_model": f"openai/{model_id}", "llm_api_base": url, "llm_response_format": fmt,
                     "llm_timeout_s": max(settings.llm_timeout_s, 600.0), "llm_budget_tokens": 10**9}

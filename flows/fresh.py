@@ -12,25 +12,29 @@ itself, so fifty namespaces posting at once cost one flow run, not fifty process
 cannot be cancelled (it is starting) runs by itself and finds little to do.
 
 For each namespace the run extracts L2 from exactly the scopes with messages past their extraction
-watermark (the ones that received messages), refreshes their hot memory, then embeds the new items. The
-stages are the nightly's and the incremental's tasks, so they share the per-scope locks and watermarks: no
-message is extracted twice, whichever flow comes first.
+watermark (the ones that received messages), refreshes their hot memory, then embeds the new items,
+one namespace after the other. The stage functions are the ones the nightly's and the incremental's tasks
+call, so they share the per-scope locks and watermarks: no message is extracted twice, whichever flow comes
+first.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from models.params import RunSummary
-from strataflow.config import load_settings
+from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
+from strataflow.pipeline.extract import extract_new
+from strataflow.pipeline.hot_memory import refresh_hot_memory
+from strataflow.pipeline.runs import raise_if_all_failed
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.concurrency import llm_slot
 from tasks.embed import embed_pending_task
-from tasks.extract import extract_new_task
-from tasks.hot_memory import refresh_hot_memory_task
 
 GATHER_LIMIT = 200  # the most runs the Prefect API lists at once
 
@@ -73,6 +77,23 @@ def gather_waiting(namespace: str | None) -> list[str | None]:
     return [None] if None in namespaces else namespaces
 
 
+@task(name="fresh-namespaces", cache_policy=NO_CACHE)
+def fresh_namespaces(
+    settings: Settings, run_id: uuid.UUID, namespaces: list[str | None]
+) -> dict[str, list[Any]]:
+    """Extraction then hot memory, one namespace after the other (each holds its database connections while it
+    works; one at a time keeps a run of fifty namespaces within the pool). Raises when every scope of every
+    namespace failed (the stages' failure policy)."""
+    stages: dict[str, list[Any]] = {"extract": [], "hot_memory": []}
+    for namespace in namespaces:
+        stages["extract"].append(extract_new(settings, run_id=run_id, namespace=namespace, progress=False))
+        stages["hot_memory"].append(refresh_hot_memory(settings, run_id=run_id, namespace=namespace))
+    for stage, results in stages.items():
+        if results and all(result.all_failed() for result in results):
+            raise_if_all_failed(results[0], stage)
+    return stages
+
+
 @flow(
     name="fresh",
     task_runner=configured_task_runner(),
@@ -86,10 +107,8 @@ def fresh(namespace: str | None = None) -> RunSummary:
     settings = load_settings()
     namespaces = gather_waiting(namespace)
     run_id = begin_run(settings, "fresh", {"namespace": namespace, "namespaces": namespaces})
-    stages: dict[str, list[Any]] = {"extract": [], "hot_memory": []}
     with llm_slot(settings):
-        for stage, task in (("extract", extract_new_task), ("hot_memory", refresh_hot_memory_task)):
-            futures = [task.submit(settings, run_id=run_id, namespace=ns) for ns in namespaces]
-            stages[stage] = [future.result() for future in futures]
-    stages["embed"] = [embed_pending_task(settings, namespace=ns) for ns in namespaces]
+        stages = fresh_namespaces(settings, run_id, namespaces)
+    only = namespaces[0] if len(namespaces) == 1 else None
+    stages["embed"] = [embed_pending_task(settings, namespace=only)]
     return finish_run(settings, "fresh", run_id, stages)

@@ -94,7 +94,7 @@ def local_environment(url: str) -> dict[str, str]:
         "STRATAFLOW_ROLLUP_MODEL": model,
         "STRATAFLOW_REFLECT_MODEL": model,
         "STRATAFLOW_LLM_API_BASE": url,
-        "STRATAFLOW_LLM_RESPONSE_FORMAT": "json_schema",
+        "STRATAFLOW_LLM_RESPONSE_FORMAT": "json_object",  # llama-cpp-python takes text or json_object only
         "STRATAFLOW_LLM_TIMEOUT_S": "600",
         "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "local"),
     }

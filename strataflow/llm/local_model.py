@@ -114,5 +114,5 @@ def settings_hint(url: str) -> str:
     """The settings that point the stages at the served model."""
     return (
         f"STRATAFLOW_EXTRACT_MODEL=openai/{MODEL_ID} STRATAFLOW_LLM_API_BASE={url} OPENAI_API_KEY=local "
-        "STRATAFLOW_LLM_RESPONSE_FORMAT=json_schema"
+        "STRATAFLOW_LLM_RESPONSE_FORMAT=json_object"
     )

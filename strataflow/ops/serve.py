@@ -6,9 +6,10 @@ from PREFECT_SERVER_API_HOST:PORT (4200 by default): not from `prefect server st
 PREFECT_UI_API_URL (and the server's host and port settings) from --host and --port; the UI then works on
 any port.
 
-Order: the server, the work pool and the `fresh` deployment with its event trigger, the worker, one
-catch-up run of `fresh` (messages posted before the trigger existed), then the `llm` limit and the other
-deployments; so posted messages become memory while the rest is still being registered (flows/fresh.py).
+Order: the server, the work pool, the worker, the `fresh` deployment with its event trigger, the alert
+automation, one catch-up run of `fresh` (messages posted before the trigger existed), then the `llm` limit
+and the other deployments; so posted messages become memory while the rest is still being registered
+(flows/fresh.py).
 
 Children run in their own sessions so Ctrl-C reaches only us; we then stop the worker (SIGINT twice: one
 may leave a Prefect worker running for 20 s or more) and the server.
@@ -231,10 +232,10 @@ def serve(
             start_new_session=True,
         )
         bootstrap_first(env, pool)
+        register_alerts(settings, url)
         catch_up(url)
         print("registering the llm limit and the other deployments ...", file=sys.stderr)
         bootstrap_rest(env, settings.llm_concurrency)
-        register_alerts(settings, url)
         print(
             f"Prefect UI: {url.removesuffix('/api')}  (deployments nightly, weekly, incremental, fresh,"
             " assets, backfill;"
