@@ -165,6 +165,8 @@ QUERY_CTE = (
     " as tsq_all, tsvector_to_array(to_tsvector('english', cast(:w_en as text)) "
     "|| to_tsvector('simple', cast(:w_zh as text))) as lexemes)"
 )
+# The query's own lexemes (English stems, Chinese words): what a row's coverage is counted against.
+QUERY_LEXEMES = text(f"{QUERY_CTE} select lexemes from ql")
 _SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
 AGENT_FILTER = visible_to_agent("i")

@@ -44,6 +44,9 @@ class SearchOp(Strict):
     )
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=10_000)
+    threshold: float | None = Field(
+        None, ge=0, le=1, description="only items scoring at least this (0..1, docs/retrieval.md)"
+    )
 
 
 class ListNamespacesOp(Strict):
