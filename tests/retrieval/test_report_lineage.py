@@ -86,7 +86,8 @@ def test_a_models_key_events_lift_their_turns_and_a_summarys_cited_ids_do_not(
     order = [h.metadata["source_message_id"] for h in layered]
     # the turn shares no word with the question, yet moves up by the (bounded) lift
     assert order.index("rex") <= plain.index("rex")
-    before = {h.metadata["source_message_id"]: h.score for h in ranked(engine, settings, namespace, lineage=False)}
+    plain_hits = ranked(engine, settings, namespace, lineage=False)
+    before = {h.metadata["source_message_id"]: h.score for h in plain_hits}
     after = {h.metadata["source_message_id"]: h.score for h in layered}
     assert after["rex"] > before["rex"] and after["tea"] == before["tea"]
 
