@@ -83,7 +83,7 @@ def recording(recorder: Recorder | None, question: dict[str, Any]) -> Iterator[N
         calls.append((windowed, list(rows), list(lexemes), reading))
         return original(rows, lexemes, windowed, reading=reading)
 
-    search_module.rank = spy  # type: ignore[assignment]
+    search_module.rank = spy
     try:
         yield
     finally:

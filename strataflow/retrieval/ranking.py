@@ -15,8 +15,10 @@ bounded evidence, each term in logit units:
   it answers;
 - coverage: the share of the query's lexemes (English stems, Chinese words; each counts the same, but the
   name of a speaker the query names counts ``SPEAKER_NAME_TERM``) that the row's text holds, worth at most
-  ``LEXICAL_WEIGHT``; a turn's neighbours within ``WINDOW`` count ``NEIGHBOUR_TERM`` for a lexeme the turn
-  itself lacks ("Yes, last Saturday!" holds the words of the question it answers). No corpus statistic:
+  ``LEXICAL_WEIGHT`` for a conversation turn and ``ENTRY_LEXICAL_WEIGHT`` for an item, report or chunk
+  (fitted: dialog turns need their words, a stored statement's embedding already says what it means);
+  a turn's neighbours within ``WINDOW`` count ``NEIGHBOUR_TERM`` for a lexeme the turn itself lacks
+  ("Yes, last Saturday!" holds the words of the question it answers). No corpus statistic:
   a BM25 IDF over the candidate set moved a memory's score when unrelated memories were added;
 - evidence from the query's reading (strataflow.retrieval.query_reading), each bounded by its weight:
   the turn's speaker is the one person the query names (``SPEAKER_WEIGHT``); a *when* question and a turn
@@ -56,19 +58,20 @@ class DenseCalibration:
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 CALIBRATION: dict[str, DenseCalibration] = {
     # MiniLM: paraphrased right answers 0.45-0.8 (with their words: 0.8 and up), unrelated queries below 0.2
-    DEFAULT_MODEL: DenseCalibration(center=0.5, slope=5.0),
+    DEFAULT_MODEL: DenseCalibration(center=0.4, slope=8.0),
 }
 WINDOW = 2  # neighbouring turns on each side that share a turn's words
 SESSION_GAP = timedelta(hours=1)  # adjacent turns further apart than this are different sessions
 DENSE_NEIGHBOUR = 0.25  # share of the adjacent turns' mean similarity added to a turn's own (cosine units)
 NEIGHBOUR_TERM = 0.5  # a lexeme the turn lacks but a neighbour within WINDOW holds counts this much
 # The boosts, in cosine units of the default model (x its slope in logit units; see `boost_logits`).
-LEXICAL_WEIGHT = 0.6  # x coverage (0..1): words never outvote a cosine gap above this
+LEXICAL_WEIGHT = 0.6  # x a turn's coverage (0..1): words never outvote a cosine gap above this
+ENTRY_LEXICAL_WEIGHT = 0.1  # x the coverage of an item, report or chunk (a statement: its meaning says more)
 SPEAKER_NAME_TERM = 0.5  # a lexeme that is the name of the speaker the query names counts this much
 SPEAKER_WEIGHT = 0.2  # the turn's speaker is the person the query names
-TIME_WEIGHT = 0.07  # a when-question and a turn that states a time
-PERIOD_WEIGHT = 0.13  # the turn's event time is in the period the query names
-LIFT_MAX = 0.85  # lineage (layered.py: at most 5 items x 0.13 + 1 report x 0.2)
+TIME_WEIGHT = 0.1  # a when-question and a turn that states a time
+PERIOD_WEIGHT = 0.2  # the turn's event time is in the period the query names
+LIFT_MAX = 0.65  # lineage (layered.py: at most 5 items x 0.1 + 1 report x 0.15)
 BOOST_MAX = SPEAKER_WEIGHT + TIME_WEIGHT + PERIOD_WEIGHT + LIFT_MAX  # evidence besides the words
 
 
@@ -98,17 +101,21 @@ def calibration(model: str | None) -> DenseCalibration:
 
 
 def absolute_score(
-    similarity: float | None, coverage: float = 0.0, boost: float = 0.0, model: str | None = None
+    similarity: float | None,
+    coverage: float = 0.0,
+    boost: float = 0.0,
+    model: str | None = None,
+    lexical_weight: float = LEXICAL_WEIGHT,
 ) -> float:
     """The score of one row (see the module docstring): `similarity` in the model's cosine, `coverage`
-    the share of the query's lexemes the row holds, `boost` the other evidence in cosine units of the
-    default model. In (0, 1), increasing in each argument."""
+    the share of the query's lexemes the row holds (worth `lexical_weight`), `boost` the other evidence in
+    cosine units of the default model. In (0, 1), increasing in each argument."""
     cal = calibration(model)
     dense = 0.0 if similarity is None else (similarity - cal.center) * cal.slope
     if similarity is None:  # no embedding yet: words and evidence only, from a neutral-low start
         dense = -cal.slope * cal.center
     default = CALIBRATION[DEFAULT_MODEL].slope
-    z = dense + default * (LEXICAL_WEIGHT * min(max(coverage, 0.0), 1.0) + min(max(boost, 0.0), BOOST_MAX))
+    z = dense + default * (lexical_weight * min(max(coverage, 0.0), 1.0) + min(max(boost, 0.0), BOOST_MAX))
     return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -200,9 +207,10 @@ def rank(
     if windowed:
         dense = dense + DENSE_NEIGHBOUR * adjacent_mean(dense, session)
     boost = evidence(ordered, reading)
+    lexical = LEXICAL_WEIGHT if windowed else ENTRY_LEXICAL_WEIGHT
     for row, d, c, b in zip(ordered, dense, covered, boost, strict=True):
         row.dense, row.coverage = float(d), float(c)
-        row.score = absolute_score(float(d), float(c), float(b))
+        row.score = absolute_score(float(d), float(c), float(b), lexical_weight=lexical)
     return sorted(ordered, key=lambda r: (-r.score, r.id))
 
 

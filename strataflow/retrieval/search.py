@@ -53,6 +53,7 @@ from strataflow.retrieval.ranking import Candidate, rank
 from strataflow.textsearch import or_query_parts
 
 SCORE_DIGITS = 4  # a hit's score is rounded once, here, so every surface shows the same number
+Similarity = tuple[float | None, str | None]  # a row's cosine to the query and the model of its embedding
 EXACT_LIMIT = 3000  # scopes up to this many rows are scored exactly (no HNSW)
 LINEAGE_LAYERS = ("items", "reports")  # read for the lineage of L1 turns even when not asked for as hits
 
@@ -172,12 +173,13 @@ def _ranked_hits(
     reading = _reading(query, settings, by_layer, now)
     lexemes = list(conn.execute(layer_sql.QUERY_LEXEMES, params).scalar() or [])
     params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding, owned)
+    params["cjk_model"], params["qvec_cjk"] = None, params["qvec"]  # one model: every row compares with qvec
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
     if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
         found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
         for layer, rows in found.items():
             by_layer[layer] = rows
-            similarity.update({(layer, int(r.id)): r.sim for r in rows})
+            similarity.update({(layer, int(r.id)): (r.sim, r.model) for r in rows})
         reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
     ranked = {
         layer: _rank_layer(layer, by_layer.get(layer, []), similarity, lexemes, reading, {})
@@ -268,14 +270,14 @@ def _query_vector(
 
 def _similarities(
     conn: Connection, layers: list[str], scope: Scope, by_layer: dict[str, list[Any]], params: dict[str, Any]
-) -> dict[tuple[str, int], float | None]:
+) -> dict[tuple[str, int], Similarity]:
     """(layer, id) -> cosine similarity to the query for the rows read in exact mode (the whole scope of
     those layers; a row written since the read has a similarity but no candidate, and is not ranked)."""
     layers = [layer for layer in layers if by_layer[layer]]
     if not layers:
         return {}
     found = conn.execute(layer_sql.similarities_sql(tuple(layers), scope), params).all()
-    return {(layer, int(row_id)): sim for layer, row_id, sim in found}
+    return {(layer, int(row_id)): (sim, model) for layer, row_id, sim, model in found}
 
 
 @contextmanager
@@ -345,7 +347,7 @@ _TORCH_THREADS_LOCK = threading.Lock()
 def _rank_layer(
     layer: str,
     rows: Sequence[Any],
-    similarity: dict[tuple[str, int], float | None],
+    similarity: dict[tuple[str, int], Similarity],
     lexemes: Sequence[str],
     reading: QueryReading,
     lift: dict[int, float],
@@ -354,7 +356,7 @@ def _rank_layer(
     candidates = []
     for r in rows:
         meta = r.meta or {}
-        value = similarity.get((layer, int(r.id)))
+        value, model = similarity.get((layer, int(r.id)), (None, None))
         candidates.append(
             Candidate(
                 id=int(r.id),
@@ -367,6 +369,7 @@ def _rank_layer(
                 speaker=r.speaker,
                 text=str(r.body or ""),
                 lift=lift.get(int(r.id), 0.0),
+                model=model,
             )
         )
     ranked = rank(candidates, lexemes, windowed=layer == "messages", reading=reading)
