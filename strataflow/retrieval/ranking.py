@@ -53,12 +53,16 @@ class DenseCalibration:
 
     center: float  # the cosine at which a row with no other evidence scores 0.5
     slope: float  # logit units per unit of cosine
+    words: float = 1.0  # share of the word weight (coverage) its rows get
 
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 CALIBRATION: dict[str, DenseCalibration] = {
     # MiniLM: paraphrased right answers 0.45-0.8 (with their words: 0.8 and up), unrelated queries below 0.2
     DEFAULT_MODEL: DenseCalibration(center=0.4, slope=8.0),
+    # multilingual-e5-small (the CJK embedder): compressed, right answers 0.80-0.95, unrelated up to 0.82.
+    # Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by meaning alone.
+    "multilingual-e5-small": DenseCalibration(center=0.83, slope=40.0, words=0.0),
 }
 WINDOW = 2  # neighbouring turns on each side that share a turn's words
 SESSION_GAP = timedelta(hours=1)  # adjacent turns further apart than this are different sessions
@@ -115,7 +119,8 @@ def absolute_score(
     if similarity is None:  # no embedding yet: words and evidence only, from a neutral-low start
         dense = -cal.slope * cal.center
     default = CALIBRATION[DEFAULT_MODEL].slope
-    z = dense + default * (lexical_weight * min(max(coverage, 0.0), 1.0) + min(max(boost, 0.0), BOOST_MAX))
+    words = lexical_weight * cal.words * min(max(coverage, 0.0), 1.0)
+    z = dense + default * (words + min(max(boost, 0.0), BOOST_MAX))
     return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -210,7 +215,8 @@ def rank(
     lexical = LEXICAL_WEIGHT if windowed else ENTRY_LEXICAL_WEIGHT
     for row, d, c, b in zip(ordered, dense, covered, boost, strict=True):
         row.dense, row.coverage = float(d), float(c)
-        row.score = absolute_score(float(d), float(c), float(b), lexical_weight=lexical)
+        words = lexical * calibration(row.model).words  # d is in the default model's units already
+        row.score = absolute_score(float(d), float(c), float(b), lexical_weight=words)
     return sorted(ordered, key=lambda r: (-r.score, r.id))
 
 

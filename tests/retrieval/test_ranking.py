@@ -111,3 +111,14 @@ def test_evidence_adds_the_speaker_time_period_and_lineage_of_each_row():
     )
     both = QueryReading(speakers=frozenset({"Nora", "Ben"}))  # two named people: no speaker evidence
     assert evidence(rows, both).tolist() == [0.05, 0.0]
+
+
+def test_each_model_is_calibrated_on_its_own_scale():
+    e5 = CALIBRATION["multilingual-e5-small"]
+    # a compressed model: its center scores 0.5 like the default model's center
+    assert absolute_score(e5.center, model="multilingual-e5-small") == pytest.approx(0.5)
+    assert absolute_score(0.95, model="multilingual-e5-small") > 0.9
+    assert absolute_score(0.75, model="multilingual-e5-small") < 0.1
+    e5_row = Candidate(1, "", None, 0.88, 5, {"猫": 1}, model="multilingual-e5-small")
+    ranked = rank([e5_row], ["猫"], windowed=False)[0]
+    assert ranked.score == pytest.approx(absolute_score(0.88, model="multilingual-e5-small"))
