@@ -85,6 +85,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench import locomo_dump as bench_dump
+
 TURN_ID = re.compile(r"D(\d+):(\d+)")
 
 
@@ -177,7 +179,19 @@ def vs_dragon(
     }
 
 
-def run(data: Path, ks: list[int]) -> dict[str, Any]:
+def _loaded(engine: Any, namespace: str) -> bool:
+    """Whether a namespace already holds the conversation's turns and embeddings (for --reuse)."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        found = conn.execute(
+            text("select count(*), count(embedding) from conversation_messages where namespace = :ns"),
+            {"ns": namespace},
+        ).one()
+    return int(found[0]) > 0 and found[0] == found[1]
+
+
+def run(data: Path, ks: list[int], reuse: bool = False, dump: Path | None = None) -> dict[str, Any]:
     from strataflow.config import OFFLINE_MODEL, load_settings
     from strataflow.db import migrations
     from strataflow.db.engine import engine_for
@@ -197,13 +211,20 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
     per_category: dict[str, int] = defaultdict(int)
     stage_s: dict[str, float] = dict.fromkeys(STAGES, 0.0)
     questions = 0
+    dumped: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         for sample in samples:
-            namespace = load_conversation(settings, sample, Path(tmp), stage_s)
+            namespace = namespace_for(str(sample["sample_id"]))
+            if not (reuse and _loaded(engine, namespace)):
+                namespace = load_conversation(settings, sample, Path(tmp), stage_s)
             qa = [q for q in sample.get("qa", []) if q.get("question")]
+            recorder = bench_dump.Recorder(engine, namespace) if dump is not None else None
             with engine.connect() as conn, _timed(stage_s, "search"):
                 for q in qa:
-                    hits = search(conn, settings, namespace, q["question"], layers=("messages",), k=max(ks))
+                    with bench_dump.recording(recorder, q):
+                        hits = search(
+                            conn, settings, namespace, q["question"], layers=("messages",), k=max(ks)
+                        )
                     found = [
                         next(iter(turn_ids(str(h.metadata.get("source_message_id")))), (-1, -1)) for h in hits
                     ]
@@ -215,6 +236,10 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
                         totals[k] += recall[k]
                         sums[category][k] += recall[k]
             log(f"{sample['sample_id']}: {len(qa)} questions asked")
+            if recorder is not None:
+                dumped.append(recorder.finish())
+    if dump is not None:
+        bench_dump.save(dump, dumped)
     pct = lambda value, n: round(100.0 * value / max(n, 1), 1)  # noqa: E731
     overall = {str(k): pct(totals[k], questions) for k in ks}
     by_category = {
@@ -238,11 +263,21 @@ def main(argv: list[str] | None = None) -> int:
         "--data", type=Path, required=True, help="a LoCoMo JSON file (a list of conversations)"
     )
     parser.add_argument("--ks", default="5,10,25,50", help="comma-separated cut-offs (default 5,10,25,50)")
+    parser.add_argument(
+        "--reuse", action="store_true",
+        help="skip the stages for a conversation whose namespace is already loaded and embedded (ranking "
+        "experiments on one STRATAFLOW_HOME; stage times then cover only what ran)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dump", type=Path, default=None,
+        help="write every question's ranking inputs (candidates per layer, the query's reading, the "
+        "lineage ids and the evidence turns) to this pickle, for fitting weights offline (bench.locomo_dump)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.data.exists():
         parser.error(f"--data {args.data}: no such file")
     ks = sorted({int(k) for k in args.ks.split(",") if k.strip()})
-    print(json.dumps(run(args.data, ks)))
+    print(json.dumps(run(args.data, ks, reuse=args.reuse, dump=args.dump)))
     return 0
 
 

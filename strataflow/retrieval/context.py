@@ -114,12 +114,14 @@ def build_context(
     intent: str | None = None,
     profile: str = "none",
     agent_id: str | None = None,
+    threshold: float | None = None,
 ) -> ContextResult:
     """The memory block for one query of one subject, within budget_tokens (see the module docstring).
 
     intent: a seed 001 task type (QA_QUERY, QC_TASK, PROTOCOL_QA, GENERAL) or an intent name (see
     context_parts); None classifies the query. profile: user|work|both|none (seed 002 documents).
-    agent_id: the seed 003 agent scope of L2 items.
+    agent_id: the seed 003 agent scope of L2 items. threshold: L2 items and retrieval hits scoring below it
+    are left out (the one absolute score, docs/retrieval.md).
     """
     if fmt not in ("text", "json"):
         raise ValueError(f"context format must be 'text' or 'json', not {fmt!r}")
@@ -128,6 +130,7 @@ def build_context(
         conn, settings, namespace, subject_id, query, chosen_intent, agent_id
     )
     sections["profile"] = profile_pieces(conn, namespace, subject_id, profile)
+    _keep_scoring(sections, ("key_items", "items"), threshold)
     head, tail = block_wrapper(fmt, namespace, subject_id, chosen_intent)
     fixed = count_tokens(head + tail)
     if budget_tokens < fixed:
@@ -139,6 +142,7 @@ def build_context(
         sections["related"] = _retrieval_pieces(
             conn, settings, namespace, subject_id, query, sections, chosen_intent, agent_id, query_vec
         )
+        _keep_scoring(sections, ("related",), threshold)
         chosen = select_pieces(sections, chosen_intent, budget_tokens - fixed, fmt, settings)
     rendered, chosen = fit_exactly(chosen, chosen_intent, fmt, head, tail, budget_tokens, settings)
     if not chosen:  # nothing matched: inject nothing (seed 003); as JSON, a block with no pieces
@@ -149,6 +153,15 @@ def build_context(
         budget_tokens=budget_tokens, tokens=count_tokens(rendered) if rendered else 0, text=rendered,
         pieces=chosen, count_candidates=candidates, count_dropped=candidates - len(chosen),
     )  # fmt: skip
+
+
+def _keep_scoring(
+    sections: dict[str, list[ContextPiece]], names: tuple[str, ...], threshold: float | None
+) -> None:
+    """Leave out the pieces of these ranked sections that score below threshold (None: keep all)."""
+    if threshold is not None:
+        for name in names:
+            sections[name] = [p for p in sections[name] if p.score >= threshold]
 
 
 def _candidate_sections(

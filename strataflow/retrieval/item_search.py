@@ -59,16 +59,17 @@ def search_memories(
     agent_id: str | None = None,
     type: str | None = None,
     limit: int = 10,
+    threshold: float | None = None,
 ) -> list[MemoryHit]:
     """The active items the agent sees that best match query (of one subject, or all), best first; `type`
-    (a seed 003 type or a kind) keeps only that kind."""
+    (a seed 003 type or a kind) keeps only that kind; `threshold` only those scoring at least that much."""
     checked_limit(limit, MAX_SEARCH)
     kind = resolve_type(type)[0] if type else None
     if not query.strip():
         return []
     found = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
-        k=limit * 4 if kind else limit + 1, agent_id=agent_id, metadata=False,
+        k=limit * 4 if kind else limit + 1, agent_id=agent_id, metadata=False, threshold=threshold,
     )  # fmt: skip
     scores = {hit.id: hit.score for hit in found}
     params = {

@@ -42,6 +42,7 @@ class ScopeRow(NamedTuple):
     meta: dict[str, Any] | None
     speaker: str | None
     sim: float | None
+    model: str | None
     doc_len: int | None
     tf: dict[str, int] | None
 
@@ -88,6 +89,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "m.subject_id",
         "text": "m.content",
         "embedding": "m.embedding",
+        "model": "m.embedding_model",
         "fts": "m.fts",
         "doc": f"coalesce(m.fts, ''::tsvector) || {_SPEAKER_DOC}",
         "extra_filter": None,
@@ -105,6 +107,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "i.subject_id",
         "text": "coalesce(i.statement, i.key || ': ' || coalesce(i.value::text, ''))",
         "embedding": "i.embedding",
+        "model": "i.embedding_model",
         "fts": "i.fts",
         "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
         f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
@@ -124,6 +127,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "r.subject_id",
         "text": "r.summary",
         "embedding": "r.embedding",
+        "model": "r.embedding_model",
         "fts": "r.fts",
         "doc": "coalesce(r.fts, ''::tsvector)",
         "extra_filter": None,
@@ -142,6 +146,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": None,
         "text": "c.content",
         "embedding": "c.embedding",
+        "model": "c.embedding_model",
         "fts": "c.fts",
         "doc": "coalesce(c.fts, ''::tsvector)",
         "extra_filter": None,
@@ -165,7 +170,14 @@ QUERY_CTE = (
     " as tsq_all, tsvector_to_array(to_tsvector('english', cast(:w_en as text)) "
     "|| to_tsvector('simple', cast(:w_zh as text))) as lexemes)"
 )
-_SIMILARITY = "case when {embedding} is null then null else 1 - ({embedding} <=> :qvec) end"
+# The query's own lexemes (English stems, Chinese words): what a row's coverage is counted against.
+QUERY_LEXEMES = text(f"{QUERY_CTE} select lexemes from ql")
+# Each row is compared with the query's vector of the row's own model: :qvec_cjk for rows of :cjk_model (the
+# CJK embedder, when one is configured), :qvec for the others.
+_SIMILARITY = (
+    "case when {embedding} is null then null when {model} = cast(:cjk_model as text) "
+    "then 1 - ({embedding} <=> :qvec_cjk) else 1 - ({embedding} <=> :qvec) end"
+)
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
 AGENT_FILTER = visible_to_agent("i")
 
@@ -197,10 +209,12 @@ def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap", meta:
     time of reading a scope of a few thousand rows."""
     s = LAYER_SQL[layer]
     where = filters(layer, scope) + (f" and {s['id']} = any(:ids_{layer})" if by_ids else "")
+    sim = _SIMILARITY.format(embedding=s["embedding"], model=s["model"]) if by_ids else "null::float8"
     return f"""(select '{layer}'::text as layer, {s["id"]} as id, {s["group"]} as grp,
              {s["time"]} as event_at, {s["text"]} as body,
             {s["meta"] if meta else "null::jsonb"} as meta, {s["speaker"]} as speaker,
-            {_SIMILARITY.format(embedding=s["embedding"]) if by_ids else "null::float8"} as sim,
+            {sim} as sim,
+            {s["model"]} as model,
             length(doc.v) as doc_len,
             case when doc.v @@ ql.tsq then (
                 select jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))
@@ -226,7 +240,7 @@ def similarities_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
     id: 3x the time of reading the scope again)."""
     selects = " union all ".join(
         f"(select '{layer}'::text as layer, {s['id']} as id, "
-        f"{_SIMILARITY.format(embedding=s['embedding'])} as sim "
+        f"{_SIMILARITY.format(embedding=s['embedding'], model=s['model'])} as sim, {s['model']} as model "
         f"from {s['from']} where {filters(layer, scope)})"
         for layer in layers
         for s in (LAYER_SQL[layer],)

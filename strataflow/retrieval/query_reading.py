@@ -12,7 +12,8 @@ general to any chat log (the figures are in docs/retrieval-quality.md):
 - period: a date, month or year in the query ("in June", "May 2023", "on 3 June, 2023"), or a time relative to
   now ("yesterday", "last week", "3 days ago"): turns whose event time falls in it are more likely;
 - asks_for_set: "What activities...", "Which cities...", "both", "how many times": the answer gathers turns
-  from several sessions (the multi-hop category), so one session should not fill the top of the list.
+  from several sessions (the multi-hop category). The ranking no longer reads it: a session spread built on
+  it cost recall with the absolute score (docs/retrieval-quality.md); it stays for callers that group hits.
 """
 
 from __future__ import annotations

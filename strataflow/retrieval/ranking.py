@@ -1,30 +1,38 @@
 """Ranking for hybrid retrieval: pure functions over the rows of one search (no database).
 
-Each candidate row arrives with its dense similarity (cosine to the query embedding, None when the row has
-no embedding yet), its term frequencies for the query's lexemes and its document length. From those:
+Every row gets one absolute score in 0..1, a function of the query and the row alone (with, for a
+conversation turn, its window: the turns around it). It never depends on which other rows were found, so a
+memory scores the same for a query whatever else is stored, and one threshold means the same on every
+search (docs/retrieval.md, "Scores"). Meaning first: the score starts from the dense similarity and adds
+bounded evidence, each term in logit units:
 
-- a BM25 score (Robertson: k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) with the
-  statistics taken over the candidate set itself;
-- for conversation messages, over a *window*: a turn's own terms count twice and the terms of up to
-  ``WINDOW`` neighbouring turns on each side count once (neighbours = same conversation, ordered by event
-  time, no gap above ``SESSION_GAP``). A short reply ("Yes, last Saturday!") is found through the turn
-  that asked about it; the question's words rarely sit in one turn only;
-- the dense similarity smoothed the same way (its own plus ``DENSE_NEIGHBOUR`` of each adjacent turn);
-- a convex fusion of the two after min-max scaling: ``FTS_WEIGHT`` * bm25 + ``DENSE_WEIGHT`` * dense;
-- added evidence (`evidence`), each argued from a kind of question, never from a particular one
-  (strataflow.retrieval.query_reading reads the query):
-  - the turn's speaker is the one person the query names: + ``SPEAKER_WEIGHT``;
-  - a *when* question and a turn that states a time: + ``TIME_WEIGHT``;
-  - the query names a period and the turn's event time is in it: + ``PERIOD_WEIGHT``;
-  - lineage: an L2 item or L3 report that matches the query lifts the turns it came from (`Candidate.lift`,
-    computed by strataflow.retrieval.layered);
-- for a question that asks for a set of things, a session spread: while the list is built, each turn already
-  taken from a session lowers that session's other turns by ``SESSION_SPREAD`` (`spread_sessions`).
-The total is scaled back to at most 1 when the evidence pushed it above.
+    z = dense + LEXICAL x coverage + speaker + time + period + lineage,    score = 1 / (1 + e^-z)
 
-The constants were chosen on half of the dev questions of the dialog-recall benchmark and checked on the
-other half (figures in docs/retrieval-quality.md); they are general: no rule looks at a particular question or
-dataset.
+- dense: the cosine similarity to the query's embedding, calibrated per embedding model
+  (`DenseCalibration`: the cosine at which a memory alone scores 0.5, and the logit per unit of cosine;
+  a model with compressed cosines gets a steeper slope). For a turn, ``DENSE_NEIGHBOUR`` of the mean of the
+  adjacent turns' similarities (same session) is added first: a short reply borrows the meaning of the turn
+  it answers;
+- coverage: the share of the query's lexemes (English stems, Chinese words; each counts the same, but the
+  name of a speaker the query names counts ``SPEAKER_NAME_TERM``) that the row's text holds, worth at most
+  ``LEXICAL_WEIGHT`` for a conversation turn and ``ENTRY_LEXICAL_WEIGHT`` for an item, report or chunk
+  (fitted: dialog turns need their words, a stored statement's embedding already says what it means);
+  a turn's neighbours within ``WINDOW`` count ``NEIGHBOUR_TERM`` for a lexeme the turn itself lacks
+  ("Yes, last Saturday!" holds the words of the question it answers). No corpus statistic:
+  a BM25 IDF over the candidate set moved a memory's score when unrelated memories were added;
+- evidence from the query's reading (strataflow.retrieval.query_reading), each bounded by its weight:
+  the turn's speaker is the one person the query names (``SPEAKER_WEIGHT``); a *when* question and a turn
+  that states a time (``TIME_WEIGHT``); the query names a period and the row's event time is in it
+  (``PERIOD_WEIGHT``);
+- lineage: an L2 item or L3 report that matches lifts the turns it came from (`Candidate.lift`, computed
+  by strataflow.retrieval.layered from their scores, at most ``LIFT_MAX``).
+
+Every boost together is at most ``BOOST_MAX`` in logit units, less than what a clear dense gap is worth
+(see the calibration): evidence reorders rows of similar meaning and cannot put an unrelated row above a
+related one. Rows are returned by score: the list's order is its scores' order on every surface.
+
+The weights were fitted on two benchmarks (the paraphrased facts of bench.facts and the dialogs of
+bench.locomo, on one half of each) and checked on the other halves (docs/retrieval-quality.md).
 """
 
 from __future__ import annotations
@@ -38,23 +46,42 @@ import numpy as np
 
 from strataflow.retrieval.query_reading import QueryReading, has_time_expression
 
-K1 = 1.2
-B = 0.75
-WINDOW = 2  # neighbouring turns on each side that share a turn's full-text window
-SELF_WEIGHT = 2.0  # a turn's own terms count this many times inside its window
+
+@dataclass(frozen=True)
+class DenseCalibration:
+    """How one embedding model's cosine becomes logit units: (cosine - center) x slope."""
+
+    center: float  # the cosine at which a row with no other evidence scores 0.5
+    slope: float  # logit units per unit of cosine
+    words: float = 1.0  # share of the word weight (coverage) its rows get
+
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+CALIBRATION: dict[str, DenseCalibration] = {
+    # MiniLM: paraphrased right answers 0.45-0.8 (with their words: 0.8 and up), unrelated queries below 0.2
+    DEFAULT_MODEL: DenseCalibration(center=0.4, slope=8.0),
+    # multilingual-e5-small (the CJK embedder): compressed, right answers 0.80-0.95, unrelated up to 0.82.
+    # Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by meaning alone.
+    "multilingual-e5-small": DenseCalibration(center=0.83, slope=40.0, words=0.0),
+}
+WINDOW = 2  # neighbouring turns on each side that share a turn's words
 SESSION_GAP = timedelta(hours=1)  # adjacent turns further apart than this are different sessions
-DENSE_NEIGHBOUR = 0.5  # share of each adjacent turn's similarity added to a turn's own
-FTS_WEIGHT = 0.6
-DENSE_WEIGHT = 0.4
-SPEAKER_WEIGHT = 0.3  # the turn's speaker is the person the query names
+DENSE_NEIGHBOUR = 0.25  # share of the adjacent turns' mean similarity added to a turn's own (cosine units)
+NEIGHBOUR_TERM = 0.5  # a lexeme the turn lacks but a neighbour within WINDOW holds counts this much
+# The boosts, in cosine units of the default model (x its slope in logit units; see `boost_logits`).
+LEXICAL_WEIGHT = 0.6  # x a turn's coverage (0..1): words never outvote a cosine gap above this
+ENTRY_LEXICAL_WEIGHT = 0.1  # x the coverage of an item, report or chunk (a statement: its meaning says more)
+SPEAKER_NAME_TERM = 0.5  # a lexeme that is the name of the speaker the query names counts this much
+SPEAKER_WEIGHT = 0.2  # the turn's speaker is the person the query names
 TIME_WEIGHT = 0.1  # a when-question and a turn that states a time
 PERIOD_WEIGHT = 0.2  # the turn's event time is in the period the query names
-SESSION_SPREAD = 0.02  # a set question: each turn taken from a session lowers that session's other turns
+LIFT_MAX = 0.65  # lineage (layered.py: at most 5 items x 0.1 + 1 report x 0.15)
+BOOST_MAX = SPEAKER_WEIGHT + TIME_WEIGHT + PERIOD_WEIGHT + LIFT_MAX  # evidence besides the words
 
 
 @dataclass
 class Candidate:
-    """One row under consideration: its scores' inputs and, after `rank`, its fused score."""
+    """One row under consideration: its scores' inputs and, after `rank`, its score."""
 
     id: int
     group: str  # conversation id (messages) or anything that says which rows are neighbours
@@ -66,9 +93,35 @@ class Candidate:
     speaker: str | None = None
     text: str = ""  # read for a time expression on when-questions
     lift: float = 0.0  # lineage evidence from L2 items and L3 reports (strataflow.retrieval.layered)
+    model: str | None = None  # the embedding model of `similarity` (None: the default model)
     score: float = 0.0
-    bm25: float = 0.0
+    coverage: float = 0.0
     dense: float = 0.0
+
+
+def calibration(model: str | None) -> DenseCalibration:
+    """The model's calibration; a model without one is treated as the default model."""
+    return CALIBRATION.get(model or DEFAULT_MODEL, CALIBRATION[DEFAULT_MODEL])
+
+
+def absolute_score(
+    similarity: float | None,
+    coverage: float = 0.0,
+    boost: float = 0.0,
+    model: str | None = None,
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> float:
+    """The score of one row (see the module docstring): `similarity` in the model's cosine, `coverage`
+    the share of the query's lexemes the row holds (worth `lexical_weight`), `boost` the other evidence in
+    cosine units of the default model. In (0, 1), increasing in each argument."""
+    cal = calibration(model)
+    dense = 0.0 if similarity is None else (similarity - cal.center) * cal.slope
+    if similarity is None:  # no embedding yet: words and evidence only, from a neutral-low start
+        dense = -cal.slope * cal.center
+    default = CALIBRATION[DEFAULT_MODEL].slope
+    words = lexical_weight * cal.words * min(max(coverage, 0.0), 1.0)
+    z = dense + default * (words + min(max(boost, 0.0), BOOST_MAX))
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 def neighbour_order(rows: Sequence[Candidate]) -> tuple[list[Candidate], np.ndarray]:
@@ -84,45 +137,46 @@ def neighbour_order(rows: Sequence[Candidate]) -> tuple[list[Candidate], np.ndar
     return ordered, session
 
 
-def window_sum(
-    values: np.ndarray, session: np.ndarray, width: int, neighbour_weight: float, self_weight: float
-) -> np.ndarray:
-    """Per row: self_weight * own value + neighbour_weight * values of rows within `width` in its session."""
-    out = values * self_weight
+def coverage(present: np.ndarray, session: np.ndarray, width: int, weights: np.ndarray) -> np.ndarray:
+    """Per row, the weighted share of the query's lexemes it holds (present: rows x lexemes, 0/1); within
+    `width` turns of the same session, a neighbour's lexeme counts NEIGHBOUR_TERM where the row lacks it."""
+    if present.shape[1] == 0 or weights.sum() <= 0:
+        return np.zeros(present.shape[0])
+    near = np.zeros_like(present)
     for shift in range(1, width + 1):
-        if shift >= len(values):
+        if shift >= len(present):
             break
-        same = (session[shift:] == session[:-shift]).astype(values.dtype)
-        if values.ndim > 1:
-            same = same[:, None]
-        out[shift:] += neighbour_weight * values[:-shift] * same
-        out[:-shift] += neighbour_weight * values[shift:] * same
-    return out
+        same = (session[shift:] == session[:-shift])[:, None]
+        near[shift:] = np.maximum(near[shift:], present[:-shift] * same)
+        near[:-shift] = np.maximum(near[:-shift], present[shift:] * same)
+    return (np.maximum(present, NEIGHBOUR_TERM * near) @ weights) / weights.sum()
 
 
-def bm25(tf: np.ndarray, doc_len: np.ndarray) -> np.ndarray:
-    """BM25 of each row (tf: rows x lexemes) with document frequencies from these rows."""
-    n = tf.shape[0]
-    if n == 0 or tf.shape[1] == 0:
-        return np.zeros(n)
-    df = (tf > 0).sum(axis=0)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5))
-    avg = max(float(doc_len.mean()), 1e-9)
-    norm = K1 * (1 - B + B * doc_len / avg)
-    return ((tf * (K1 + 1) / (tf + norm[:, None])) * idf).sum(axis=1)
+def lexeme_weights(lexemes: Sequence[str], reading: QueryReading | None) -> np.ndarray:
+    """Each query lexeme counts 1, but the name of the one speaker the query names SPEAKER_NAME_TERM: the
+    speaker evidence already counts that person, and every one of their turns holds the name."""
+    names = [name.lower() for name in reading.speakers] if reading is not None else []
+    return np.array(
+        [SPEAKER_NAME_TERM if any(n.startswith(lexeme) for n in names) else 1.0 for lexeme in lexemes],
+        dtype=np.float64,
+    )
 
 
-def scaled(values: np.ndarray) -> np.ndarray:
-    """Min-max to [0, 1]; a constant column scales to 0 (it cannot order anything)."""
-    if len(values) == 0:
-        return values
-    low, high = float(values.min()), float(values.max())
-    return (values - low) / (high - low) if high - low > 1e-12 else np.zeros_like(values)
+def adjacent_mean(values: np.ndarray, session: np.ndarray) -> np.ndarray:
+    """Per row, the mean of the values of the rows just before and after it in its session (0 alone)."""
+    total, count = np.zeros(len(values)), np.zeros(len(values))
+    if len(values) > 1:
+        same = (session[1:] == session[:-1]).astype(np.float64)
+        total[1:] += values[:-1] * same
+        count[1:] += same
+        total[:-1] += values[1:] * same
+        count[:-1] += same
+    return total / np.maximum(count, 1.0)
 
 
 def evidence(rows: Sequence[Candidate], reading: QueryReading | None) -> np.ndarray:
-    """Per row, the evidence added to its fused score (see the module docstring)."""
-    extra = np.array([r.lift for r in rows], dtype=np.float64)
+    """Per row, the evidence added to its dense similarity, in cosine units (see the module docstring)."""
+    extra = np.minimum(np.array([r.lift for r in rows], dtype=np.float64), LIFT_MAX)  # bounded
     if reading is None:
         return extra
     if len(reading.speakers) == 1:
@@ -135,58 +189,40 @@ def evidence(rows: Sequence[Candidate], reading: QueryReading | None) -> np.ndar
     return extra
 
 
-def spread_sessions(scores: np.ndarray, session: np.ndarray, penalty: float, depth: int) -> list[int]:
-    """Row indexes best first, where each of the first `depth` picks lowers the rest of its session."""
-    scores = scores.copy()
-    taken = np.zeros(len(scores), dtype=bool)
-    order: list[int] = []
-    for _ in range(min(depth, len(scores))):
-        best = int(np.argmax(np.where(taken, -np.inf, scores)))
-        order.append(best)
-        taken[best] = True
-        scores[(session == session[best]) & ~taken] -= penalty
-    rest = sorted(np.flatnonzero(~taken), key=lambda i: -scores[i])
-    return order + [int(i) for i in rest]
-
-
 def rank(
     rows: Sequence[Candidate],
     lexemes: Sequence[str],
     windowed: bool,
     reading: QueryReading | None = None,
-    depth: int = 50,
 ) -> list[Candidate]:
-    """Score every row (see the module docstring) and return them best first; `depth` bounds the session
-    spread of set questions (the caller's k)."""
+    """Score every row (see the module docstring) and return them best first. `lexemes` are the query's
+    own (not those the rows happen to hold: the coverage of a row must not depend on the others)."""
     if not rows:
         return []
     if windowed:
         ordered, session = neighbour_order(rows)
-        width, self_weight, dense_neighbour = WINDOW, SELF_WEIGHT, DENSE_NEIGHBOUR
     else:
         ordered, session = list(rows), np.arange(len(rows))
-        width, self_weight, dense_neighbour = 0, 1.0, 0.0
-    tf = np.array([[r.tf.get(lexeme, 0) for lexeme in lexemes] for r in ordered], dtype=np.float64)
-    tf = tf.reshape(len(ordered), len(lexemes))
-    doc_len = np.array([r.doc_len for r in ordered], dtype=np.float64)
-    text_scores = bm25(
-        window_sum(tf, session, width, 1.0, self_weight),
-        window_sum(doc_len, session, width, 1.0, self_weight),
-    )
-    sims = np.array(
-        [r.similarity if r.similarity is not None else math.nan for r in ordered], dtype=np.float64
-    )
-    if np.isnan(sims).all():
-        sims = np.zeros(len(ordered))
-    sims = np.nan_to_num(sims, nan=float(np.nanmin(sims)))
-    dense_scores = window_sum(sims, session, 1 if dense_neighbour else 0, dense_neighbour, 1.0)
-    fused = FTS_WEIGHT * scaled(text_scores) + DENSE_WEIGHT * scaled(dense_scores)
-    if len(ordered) == 1:  # nothing to scale against: keep the raw evidence
-        fused = np.array([FTS_WEIGHT * float(text_scores[0] > 0) + DENSE_WEIGHT * max(float(sims[0]), 0.0)])
-    raw = fused + evidence(ordered, reading)
-    total = raw / raw.max() if raw.max() > 1.0 else raw
-    for row, score, text_score, dense_score in zip(ordered, total, text_scores, dense_scores, strict=True):
-        row.score, row.bm25, row.dense = float(score), float(text_score), float(dense_score)
-    if windowed and reading is not None and reading.asks_for_set:
-        return [ordered[i] for i in spread_sessions(raw, session, SESSION_SPREAD, depth)]
+    present = np.array(
+        [[1.0 if r.tf.get(lexeme, 0) > 0 else 0.0 for lexeme in lexemes] for r in ordered], dtype=np.float64
+    ).reshape(len(ordered), len(lexemes))
+    covered = coverage(present, session, WINDOW if windowed else 0, lexeme_weights(lexemes, reading))
+    # Each row's cosine in the default model's units, so that neighbours of different models can be mixed.
+    dense = np.array([_in_default_units(r.similarity, r.model) for r in ordered], dtype=np.float64)
+    if windowed:
+        dense = dense + DENSE_NEIGHBOUR * adjacent_mean(dense, session)
+    boost = evidence(ordered, reading)
+    lexical = LEXICAL_WEIGHT if windowed else ENTRY_LEXICAL_WEIGHT
+    for row, d, c, b in zip(ordered, dense, covered, boost, strict=True):
+        row.dense, row.coverage = float(d), float(c)
+        words = lexical * calibration(row.model).words  # d is in the default model's units already
+        row.score = absolute_score(float(d), float(c), float(b), lexical_weight=words)
     return sorted(ordered, key=lambda r: (-r.score, r.id))
+
+
+def _in_default_units(similarity: float | None, model: str | None) -> float:
+    """A model's cosine mapped onto the default model's scale (same logit), or 0 without an embedding."""
+    if similarity is None:
+        return 0.0
+    cal, default = calibration(model), CALIBRATION[DEFAULT_MODEL]
+    return default.center + (similarity - cal.center) * cal.slope / default.slope

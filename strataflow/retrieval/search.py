@@ -3,9 +3,10 @@
 One search = per layer, the rows in scope (namespace, subject, event-time range, agent for items) with their
 cosine similarity to the query embedding (pgvector ``<=>``) and their term frequencies for the query's
 full-text lexemes (English stemming plus jieba-segmented Chinese, OR query; see layer_sql.py for the text of
-each layer); `strataflow.retrieval.ranking` turns those into one score per row: windowed BM25 + dense
-(min-max, convex), plus the evidence of what the query says (query_reading.py: a named speaker, a when
-question, a period, a set question) and, for L1 turns, the lineage of the L2 items and L3 reports that match
+each layer); `strataflow.retrieval.ranking` turns those into one absolute score per row (0..1, a function of
+the query and the row alone): calibrated dense similarity plus bounded boosts for the share of the query's
+words the row (or its window) holds, the evidence of what the query says (query_reading.py: a named speaker,
+a when question, a period) and, for L1 turns, the lineage of the L2 items and L3 reports that match
 (layered.py). Hits of all layers are returned best first. The same ranking serves `strataflow context`, the
 memory search and the service; the dialog-recall benchmark measures it (docs/retrieval-quality.md).
 
@@ -51,6 +52,8 @@ from strataflow.retrieval.query_reading import QueryReading, read_query, without
 from strataflow.retrieval.ranking import Candidate, rank
 from strataflow.textsearch import or_query_parts
 
+SCORE_DIGITS = 4  # a hit's score is rounded once, here, so every surface shows the same number
+Similarity = tuple[float | None, str | None]  # a row's cosine to the query and the model of its embedding
 EXACT_LIMIT = 3000  # scopes up to this many rows are scored exactly (no HNSW)
 LINEAGE_LAYERS = ("items", "reports")  # read for the lineage of L1 turns even when not asked for as hits
 
@@ -58,7 +61,7 @@ __all__ = ["EXACT_LIMIT", "LAYERS", "Hit", "embed_query", "query_terms", "search
 
 
 class Hit(BaseModel):
-    """One retrieved row: its layer, id, text, fused score (0..1), event time and provenance."""
+    """One retrieved row: its layer, id, text, absolute score (0..1), event time and provenance."""
 
     layer: str = Field(description="messages, items, reports or assets")
     id: int = Field(description="message_id, item_id, report_id or chunk_id")
@@ -100,6 +103,7 @@ def search(
     lineage: bool = True,
     now: datetime | None = None,
     metadata: bool = True,
+    threshold: float | None = None,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
@@ -112,7 +116,8 @@ def search(
     `lineage` (default on) lets matching items and reports lift the turns they came from when messages are
     searched; `now` anchors relative times in the query ("last week"), default the clock; `metadata=False`
     leaves the rows' provenance out of the hits (their ids and scores stay) for a caller that reads the rows
-    itself, which saves a round trip.
+    itself, which saves a round trip. `threshold` keeps only hits that score at least that much (the score
+    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md).
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
@@ -130,10 +135,11 @@ def search(
     }
     wanted = tuple(dict.fromkeys(layers))
     with collector_paused():  # the search's rows die with _ranked_hits' frame, before the collector resumes
-        return _ranked_hits(
+        hits = _ranked_hits(
             conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now,
             metadata,
         )  # fmt: skip
+    return hits if threshold is None else [hit for hit in hits if hit.score >= threshold]
 
 
 def _ranked_hits(
@@ -165,16 +171,18 @@ def _ranked_hits(
     # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
     text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
     reading = _reading(query, settings, by_layer, now)
+    lexemes = list(conn.execute(layer_sql.QUERY_LEXEMES, params).scalar() or [])
     params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding, owned)
+    params["cjk_model"], params["qvec_cjk"] = None, params["qvec"]  # one model: every row compares with qvec
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
     if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
         found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
         for layer, rows in found.items():
             by_layer[layer] = rows
-            similarity.update({(layer, int(r.id)): r.sim for r in rows})
+            similarity.update({(layer, int(r.id)): (r.sim, r.model) for r in rows})
         reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
     ranked = {
-        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, reading, k, {})
+        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, lexemes, reading, {})
         for layer in read
         if layer != "messages"
     }
@@ -182,7 +190,7 @@ def _ranked_hits(
         _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
     if "messages" in wanted:
         lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
-        ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, reading, k, lift)
+        ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, lexemes, reading, lift)
         if metadata:
             _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
     hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer])]
@@ -262,14 +270,14 @@ def _query_vector(
 
 def _similarities(
     conn: Connection, layers: list[str], scope: Scope, by_layer: dict[str, list[Any]], params: dict[str, Any]
-) -> dict[tuple[str, int], float | None]:
+) -> dict[tuple[str, int], Similarity]:
     """(layer, id) -> cosine similarity to the query for the rows read in exact mode (the whole scope of
     those layers; a row written since the read has a similarity but no candidate, and is not ranked)."""
     layers = [layer for layer in layers if by_layer[layer]]
     if not layers:
         return {}
     found = conn.execute(layer_sql.similarities_sql(tuple(layers), scope), params).all()
-    return {(layer, int(row_id)): sim for layer, row_id, sim in found}
+    return {(layer, int(row_id)): (sim, model) for layer, row_id, sim, model in found}
 
 
 @contextmanager
@@ -339,16 +347,16 @@ _TORCH_THREADS_LOCK = threading.Lock()
 def _rank_layer(
     layer: str,
     rows: Sequence[Any],
-    similarity: dict[tuple[str, int], float | None],
+    similarity: dict[tuple[str, int], Similarity],
+    lexemes: Sequence[str],
     reading: QueryReading,
-    k: int,
     lift: dict[int, float],
 ) -> list[Candidate]:
     """One layer's rows as candidates, ranked (strataflow.retrieval.ranking); messages are windowed."""
     candidates = []
     for r in rows:
         meta = r.meta or {}
-        value = similarity.get((layer, int(r.id)))
+        value, model = similarity.get((layer, int(r.id)), (None, None))
         candidates.append(
             Candidate(
                 id=int(r.id),
@@ -361,28 +369,23 @@ def _rank_layer(
                 speaker=r.speaker,
                 text=str(r.body or ""),
                 lift=lift.get(int(r.id), 0.0),
+                model=model,
             )
         )
-    lexemes = sorted({lexeme for c in candidates for lexeme in c.tf})  # a lexeme no row has scores 0 anyway
-    ranked = rank(candidates, lexemes, windowed=layer == "messages", reading=reading, depth=k)
+    ranked = rank(candidates, lexemes, windowed=layer == "messages", reading=reading)
     # A row the query reaches by no measure (no word in it or its window, no embedding yet, no lineage) is
     # not a hit, however few rows the scope has.
-    return [c for c in ranked if c.bm25 > 0 or c.similarity is not None or c.lift > 0]
+    return [c for c in ranked if c.coverage > 0 or c.similarity is not None or c.lift > 0]
 
 
 def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool) -> list[Hit]:
-    """Hits in the layer's ranked order. A session spread can put a turn after one that scores lower: its
-    score is then lowered to its predecessor's (the row's own is kept as metadata.row_score), so scores
-    never rise down the list and layers merge by score without reordering a layer."""
+    """Hits in the layer's ranked order (by score), with the score's parts as metadata."""
     hits = []
-    ceiling = float("inf")
     for c in ranked:
         meta = dict(c.payload.get("meta") or {})  # type: ignore[call-overload]
-        meta.update(layer=layer, bm25=round(c.bm25, 4), dense=round(c.dense, 4), exact=exact)
+        meta.update(layer=layer, coverage=round(c.coverage, 4), dense=round(c.dense, 4), exact=exact)
         if c.lift:
             meta["lineage_lift"] = round(c.lift, 4)
-        if c.score > ceiling:
-            meta["row_score"] = round(c.score, 4)
-        ceiling = min(ceiling, c.score)
-        hits.append(Hit(layer=layer, id=c.id, text=c.text, score=ceiling, event_at=c.event_at, metadata=meta))
+        score = round(c.score, SCORE_DIGITS)
+        hits.append(Hit(layer=layer, id=c.id, text=c.text, score=score, event_at=c.event_at, metadata=meta))
     return hits

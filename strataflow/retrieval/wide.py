@@ -8,7 +8,7 @@ Per layer:
   *rare* lexemes (estimated share of rows below ``RARE_SHARE``, from the planner's statistics of the `fts`
   column: `most_common_elems`, kept ``STATS_TTL_S`` seconds), at most ``TEXT_POOL`` GIN matches ranked by
   ts_rank_cd against the whole query. A word in every tenth row cannot single out a row among a million, and
-  its posting list is what makes a full-text pass slow; BM25 still counts it on the scored candidates;
+  its posting list is what makes a full-text pass slow; the coverage still counts it on the scored candidates;
 - dense: the HNSW nearest rows in scope, ``OVERFETCH`` x k (at least ``MIN_CANDIDATES``). L1 is
   partitioned by week and each partition's index returns ``hnsw.ef_search`` rows, so ef_search is twice the
   rows wanted shared out over the partitions (at 5 partitions: 20, about a third of the time of 50); when

@@ -113,6 +113,10 @@ Question = Annotated[
 ]
 Said = Annotated[str, Field(min_length=1, max_length=schemas.TEXT_MAX, description="what the user said")]
 Limit = Annotated[int, Field(ge=1, le=50, description="how many entries at most")]
+Threshold = Annotated[
+    float | None,
+    Field(ge=0, le=1, description="only entries scoring at least this (0..1, docs/retrieval.md)"),
+]
 Budget = Annotated[int, Field(ge=64, le=32_000, description="token budget of the block")]
 Profile = Annotated[
     Literal["user", "work", "both", "none"], Field(description="also include the user's profile document(s)")
@@ -188,7 +192,12 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
 
     @_tool(server, "memory_recall", READ_ONLY, writable)
     def memory_recall(
-        query: Search, ctx: Context, subject: Subject | None = None, limit: Limit = 5, agent: Agent = None
+        query: Search,
+        ctx: Context,
+        subject: Subject | None = None,
+        limit: Limit = 5,
+        agent: Agent = None,
+        threshold: Threshold = None,
     ) -> str:
         """Search long-term memory (English and Chinese). Returns the best entries, each with its type, name,
         id, subject and content (each value a quoted string); without `subject` it searches every user of
@@ -202,6 +211,7 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
                 subject,
                 agent_id=caller.agent_for(agent),
                 limit=limit,
+                threshold=threshold,
             )
         return render_hits(hits)
 

