@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from strataflow.config import Settings
-from strataflow.llm.embeddings import get_embedder
+from strataflow.llm.embeddings import get_embedder, model_for_text
 
 # {r} is a table alias and a dot, or nothing.
 ITEM_TEXT = (
@@ -49,7 +49,9 @@ def item_text(conn: Connection, statement: str | None, key: str, value: Any) -> 
 def item_vector(
     conn: Connection, settings: Settings, statement: str | None, key: str, value: Any
 ) -> tuple[np.ndarray, str]:
-    """(vector, model name) of an item's text under the configured embedding model."""
-    embedder = get_embedder(settings)
-    vector = embedder.encode([item_text(conn, statement, key, value)])[0]
-    return np.asarray(vector, dtype=np.float32), embedder.model_name
+    """(vector, model name) of an item's text under the model that embeds it (model_for_text: the CJK
+    model for CJK text, else the default one)."""
+    text = item_text(conn, statement, key, value)
+    model = model_for_text(settings, text)
+    vector = get_embedder(settings, model).encode([text])[0]
+    return np.asarray(vector, dtype=np.float32), model

@@ -14,7 +14,6 @@ written, and lineage arrays are mapped through it (an id the file does not resol
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +38,7 @@ from strataflow.ingest.enrich import ChunkOptions, prepare_chunk
 from strataflow.ingest.quarantine import quarantine_row, write_quarantine
 from strataflow.ingest.readers import ReadItem
 from strataflow.ingest.staging import restore_expired_keys, write_chunk
-from strataflow.llm.embeddings import get_embedder, store_vectors
+from strataflow.llm.embeddings import model_for_text, store_encoded
 from strataflow.memory.profiles import restore_document
 from strataflow.memory.reports import restore_report
 from strataflow.memory.store import restore_item
@@ -155,7 +154,9 @@ def restore_messages(
     good = [(value, line) for number, _, value, line in lines if number not in bad]
     keys = [(str(value.get("source") or state.label), str(value["source_message_id"])) for value, _ in good]
     found = _message_ids(conn, state, keys)
-    vectors: dict[str, tuple[list[dict[str, Any]], list[Any]]] = defaultdict(lambda: ([], []))
+    rows: list[dict[str, Any]] = []
+    found_vectors: list[Any] = []
+    models: list[str] = []
     for key, (value, line) in zip(keys, good, strict=True):
         if key not in found:
             continue
@@ -171,10 +172,11 @@ def restore_messages(
                 "event_at": event_at,
                 "content_hash": content_hash(value["content"]),
             }
-            vectors[model][0].append(row)
-            vectors[model][1].append(vector)
-    for model, (rows, found_vectors) in vectors.items():
-        write_page(conn, MESSAGES, model, rows, found_vectors, {})
+            rows.append(row)
+            found_vectors.append(vector)
+            models.append(model)
+    if rows:
+        write_page(conn, MESSAGES, rows, found_vectors, models, {})
     return chunk.quarantined
 
 
@@ -262,14 +264,14 @@ def restore_profile_line(conn: Connection, state: SubjectState, line: ProfileLin
 def restore_asset_line(conn: Connection, state: SubjectState, line: AssetLine) -> None:
     """An asset of the namespace by its one writer; the exported chunk vectors of the target's model fill
     the embedding cache first, so nothing is encoded again."""
-    model = get_embedder(state.settings).model_name
     known = {}
     for chunk in line.chunks:
+        model = model_for_text(state.settings, chunk.content)
         if chunk.embedding is not None and chunk.embedding.model == model:
             vector, _ = state.vector(chunk)
             if vector is not None:
-                known[content_hash(chunk.content)] = vector
-    store_vectors(conn, model, known)
+                known[(model, content_hash(chunk.content))] = vector
+    store_encoded(conn, known)
     asset = ParsedAsset(
         uri=line.uri,
         kind=line.kind,
