@@ -1,14 +1,16 @@
 """Embedding bench: raw model.encode sentences/s vs the embedding stage over the same texts from the database.
 
-    python -m bench.embed [--texts 3000] [--rounds 10]
+    python -m bench.embed [--texts 3000] [--rounds 10] [--zh-share 0.0]
 
 Runs on a fresh STRATAFLOW_HOME: migrates, inserts its own L1 rows (distinct synthetic chat texts) in its own
 namespaces (one per round). Each round times `embedder.encode` over that round's texts (the model loaded
 and warmed up) and `embed_pending` over the same rows (read them, look up the cache, encode, write the
 cache, update the rows and their HNSW index); odd rounds run the two in the other order. Alternating keeps
 both measurements under the same load on a shared machine. Finally the stage runs again and counts what
-the rerun encoded. One JSON line last on stdout: encode_per_s, stage_per_s, ratio = stage / encode
-(target >= 0.9), rerun_encodes (target 0).
+the rerun encoded. `--zh-share` makes that share of the texts Chinese: each text is embedded by its own
+model (strataflow.llm.embeddings.model_for_text), and the direct encode does the same, one call per model.
+One JSON line last on stdout: encode_per_s, stage_per_s, ratio = stage / encode (target >= 0.9),
+rerun_encodes (target 0).
 """
 
 from __future__ import annotations
@@ -73,6 +75,46 @@ TAILS = [
     "Honestly I'm not sure, but the numbers from last week suggest we are on track for the launch.",
 ]
 
+ZH_SUBJECTS = [
+    "上线",
+    "这次发版",
+    "数据迁移",
+    "定价页面",
+    "测试",
+    "接口",
+    "看板",
+    "我的签证申请",
+    "新手引导",
+    "搜索排序",
+]
+ZH_VERBS = [
+    "被卡在",
+    "要等",
+    "因为",
+    "终于修好了",
+    "还需要再看一下",
+    "和",
+    "之后出了问题：",
+    "看起来没问题，除了",
+]
+ZH_OBJECTS = [
+    "登录的bug",
+    "一个不稳定的测试",
+    "新的表结构",
+    "周五的故障",
+    "供应商合同",
+    "预发数据库",
+    "安全审计",
+]
+ZH_TAILS = [
+    "",
+    "你能帮忙看一下吗？",
+    "我觉得周一之前要定下来。",
+    "站会上再讨论吧。",
+    "小李更倾向第二个方案，因为便宜而且容易回滚。",
+    "进度大概百分之七十，剩下的是测试和给评审写文档。",
+]
+
 INSERT_L1_ROWS = text(
     """
     with rows as (
@@ -98,11 +140,17 @@ T = TypeVar("T")
 ENSURE_PARTITIONS = text("select ensure_message_partitions(:from_at, :to_at)")
 
 
-def bench_texts(n: int, seed: int = 7) -> list[str]:
-    """n distinct chat-like sentences of varied length (5 to about 40 words), deterministic for a seed."""
+def bench_texts(n: int, seed: int = 7, zh_share: float = 0.0) -> list[str]:
+    """n distinct chat-like sentences of varied length (5 to about 40 words), deterministic for a seed; about
+    zh_share of them in Chinese."""
     rng = random.Random(seed)
     texts = []
     for i in range(n):
+        if zh_share and rng.random() < zh_share:
+            parts = [f"#{i}", rng.choice(ZH_SUBJECTS), rng.choice(ZH_VERBS), rng.choice(ZH_OBJECTS) + "。"]
+            parts.extend(rng.sample(ZH_TAILS, k=rng.randint(0, 2)))
+            texts.append("".join(parts))
+            continue
         parts = [f"#{i}", rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS) + "."]
         parts.extend(rng.sample(TAILS, k=rng.randint(0, 2)))
         texts.append(" ".join(p for p in parts if p))
@@ -139,19 +187,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=3000, help="Texts to embed (default 3000).")
     parser.add_argument("--rounds", type=int, default=10, help="Alternate encode and stage this many times.")
+    parser.add_argument("--zh-share", type=float, default=0.0, help="Share of Chinese texts (default 0).")
     args = parser.parse_args(argv)
 
     from strataflow.config import load_settings
     from strataflow.db import migrations
     from strataflow.db.engine import engine_for
-    from strataflow.llm.embeddings import encode_count, get_embedder
+    from strataflow.llm.embeddings import encode_count, get_embedder, model_for_text
     from strataflow.pipeline.embed import embed_pending
 
     settings = load_settings()
     engine = engine_for(settings)
     migrations.upgrade(engine)
     run = uuid.uuid4().hex[:8]
-    texts = bench_texts(args.texts, seed=args.texts)
+    texts = bench_texts(args.texts, seed=args.texts, zh_share=args.zh_share)
     rounds = max(1, min(args.rounds, len(texts)))
     parts = [texts[i::rounds] for i in range(rounds)]
     namespaces = [f"bench_embed_{run}_{i}" for i in range(rounds)]
@@ -161,7 +210,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     log(f"inserted {len(texts)} rows into {rounds} namespaces bench_embed_{run}_*; loading the model")
 
     embedder = get_embedder(settings)
-    embedder.encode(bench_texts(64, seed=-1))  # load and warm up
+
+    def encode(part: Sequence[str]) -> int:
+        """The direct encode: each text by its own model, one call per model; the texts encoded."""
+        by_model: dict[str, list[str]] = {}
+        for t in part:
+            by_model.setdefault(model_for_text(settings, t), []).append(t)
+        return sum(len(get_embedder(settings, model).encode(group)) for model, group in by_model.items())
+
+    encode(bench_texts(64, seed=-1, zh_share=args.zh_share))  # load and warm up
     # Alternate the two measurements so both see the same load on a shared machine.
     encode_s = stage_s = 0.0
     stage_rows = stage_encoded = rerun_encodes = 0
@@ -171,9 +228,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             result, round_stage_s = _timed(
                 lambda ns=namespace: embed_pending(settings, progress=False, namespace=ns)
             )
-            round_encode_s = _timed(lambda p=part: embedder.encode(p))[1]
+            round_encode_s = _timed(lambda p=part: encode(p))[1]
         else:
-            round_encode_s = _timed(lambda p=part: embedder.encode(p))[1]
+            round_encode_s = _timed(lambda p=part: encode(p))[1]
             result, round_stage_s = _timed(
                 lambda ns=namespace: embed_pending(settings, progress=False, namespace=ns)
             )
@@ -195,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             {
                 "texts": len(texts),
                 "model": embedder.model_name,
+                "zh_texts": sum(model_for_text(settings, t) != embedder.model_name for t in texts),
                 "encode_per_s": round(encode_per_s, 1),
                 "stage_per_s": round(stage_per_s, 1),
                 "ratio": round(stage_per_s / encode_per_s, 3),

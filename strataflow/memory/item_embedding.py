@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 
 from strataflow import telemetry
 from strataflow.config import Settings
-from strataflow.llm.embeddings import get_embedder
+from strataflow.llm.embeddings import get_embedder, model_for_text
 
 # {r} is a table alias and a dot, or nothing.
 ITEM_TEXT = (
@@ -44,19 +44,27 @@ SELECT_ITEM_TEXT = text(
 )
 
 
-# Vectors encoded ahead for a batch of writes (encoded_ahead): text -> vector under the configured model.
-_AHEAD: ContextVar[dict[str, np.ndarray] | None] = ContextVar("strataflow_encoded_ahead", default=None)
+# Vectors encoded ahead for a batch of writes (encoded_ahead): text -> (vector, the model that embeds it).
+_AHEAD: ContextVar[dict[str, tuple[np.ndarray, str]] | None] = ContextVar(
+    "strataflow_encoded_ahead", default=None
+)
 TRIMMED = " \t\n\r\f\v\u00a0\u3000"  # what ITEM_TEXT's btrim takes off
 
 
 @contextmanager
 def encoded_ahead(settings: Settings, statements: Sequence[str]) -> Iterator[None]:
     """Within the block, writes whose item text is one of these (non-empty) statements use vectors encoded
-    here in one call, instead of one encode per write (a batch of store puts); any other text is encoded
-    as usual."""
-    texts = sorted({s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)})
-    vectors: Any = get_embedder(settings).encode(texts) if texts else []
-    token = _AHEAD.set({t: np.asarray(v, dtype=np.float32) for t, v in zip(texts, vectors, strict=True)})
+    here in one call per model, instead of one encode per write (a batch of store puts); any other text is
+    encoded as usual."""
+    by_model: dict[str, list[str]] = {}
+    for statement in sorted({s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)}):
+        by_model.setdefault(model_for_text(settings, statement), []).append(statement)
+    ahead: dict[str, tuple[np.ndarray, str]] = {}
+    for model, texts in by_model.items():
+        vectors: Any = get_embedder(settings, model).encode(texts)
+        for statement, vector in zip(texts, vectors, strict=True):
+            ahead[statement] = (np.asarray(vector, dtype=np.float32), model)
+    token = _AHEAD.set(ahead)
     try:
         yield
     finally:
@@ -72,13 +80,14 @@ def item_text(conn: Connection, statement: str | None, key: str, value: Any) -> 
 def item_vector(
     conn: Connection, settings: Settings, statement: str | None, key: str, value: Any
 ) -> tuple[np.ndarray, str]:
-    """(vector, model name) of an item's text under the configured embedding model."""
-    embedder = get_embedder(settings)
+    """(vector, model name) of an item's text under the model that embeds it (model_for_text: the CJK
+    model for CJK text, else the default one)."""
     ahead = _AHEAD.get()
     trimmed = (statement or "").strip(TRIMMED)
     if ahead is not None and trimmed in ahead:  # a non-empty trimmed statement is ITEM_TEXT's text
-        return ahead[trimmed], embedder.model_name
+        return ahead[trimmed]
     wanted = item_text(conn, statement, key, value)
+    model = model_for_text(settings, wanted)
     with telemetry.timed("embed_on_write"):
-        vector = embedder.encode([wanted])[0]
-    return np.asarray(vector, dtype=np.float32), embedder.model_name
+        vector = get_embedder(settings, model).encode([wanted])[0]
+    return np.asarray(vector, dtype=np.float32), model

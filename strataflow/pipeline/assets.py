@@ -31,7 +31,7 @@ from strataflow.ingest.asset_readers import (
 )
 from strataflow.ingest.chunking import Chunk
 from strataflow.ingest.quarantine import quarantine_row, write_quarantine
-from strataflow.llm.embeddings import embed_texts_counted
+from strataflow.llm.embeddings import embed_texts_counted, model_for_text
 from strataflow.pipeline.deletion_reports import write_deletion_report
 from strataflow.textsearch import TSVECTOR_SQL, detect_lang, fts_parts
 
@@ -141,7 +141,7 @@ def _insert_chunks(
                 "token_count": chunk.token_count,
                 "lang": detect_lang(chunk.content),
                 "embedding": vector,
-                "embedding_model": settings.embedding_model,
+                "embedding_model": model_for_text(settings, chunk.content),
                 "fts_en": fts_en,
                 "fts_zh": fts_zh,
                 "metadata": json.dumps(chunk.metadata, ensure_ascii=False),

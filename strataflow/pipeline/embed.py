@@ -1,5 +1,12 @@
 """Embed: fill the embedding of every row that has none (or, with reembed, one from another model).
 
+Each row's model is strataflow.llm.embeddings.model_for_text of its embedded text (mostly-CJK text: the CJK
+model, else the default one), recorded in its `embedding_model`. With reembed, a row is pending when its
+recorded model is not the one its text gets now (MODEL_FOR_TEXT_SQL, the same rule in SQL): after a change of
+STRATAFLOW_EMBEDDING_MODEL or STRATAFLOW_EMBED_CJK_MODEL, `strataflow embed --reembed` replaces those vectors
+page by page; a row keeps its old vector (and model) until its page is written, so search, which compares a
+row with the query's vector of the row's own model, works throughout.
+
 Tables and the text embedded for one row (EMBEDDED_TEXT, SQL over the row's columns: the one place this is
 decided; the embed stage reads it, and expiry and forget hash it to find the embedding_cache rows still in
 use, embedding_cache_prune):
@@ -35,7 +42,13 @@ from models.results import EmbedResult
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.hashes import content_hash_sql
-from strataflow.llm.embeddings import get_embedder, store_vectors, vectors_for
+from strataflow.llm.embeddings import (
+    CacheKey,
+    embedding_models,
+    model_for_text_sql,
+    store_encoded,
+    vectors_for,
+)
 from strataflow.memory.item_embedding import ITEM_TEXT
 from strataflow.pipeline.progress import progress_bar
 
@@ -94,24 +107,43 @@ TARGETS: tuple[EmbedTarget, ...] = (
 )
 
 # Identifiers below come from TARGETS (constants); every value is a bound parameter.
-_PENDING = {
-    False: "embedding is null",
-    True: "(embedding is null or embedding_model is distinct from :model)",
-}
 _SCOPE = "(cast(:namespace as text) is null or namespace = cast(:namespace as text))"
+# A row whose recorded model is not the one its text gets now (reembed), over the rows of _rows_sql.
+_OTHER_MODEL = (
+    f"(embedding is null or embedding_model is distinct from {model_for_text_sql('embedded_text')})"
+)
+
+
+def _rows_sql(target: EmbedTarget, columns: str) -> str:
+    """The rows in scope with their embedded text, as a subquery for the reembed condition."""
+    return (
+        f"(select {columns}, embedding, embedding_model, {embedded_text_sql(target.table)} as embedded_text "
+        f"from {target.table} where {_SCOPE}) as r"
+    )
+
+
+def _columns(target: EmbedTarget) -> str:
+    return ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
 
 
 def _select_sql(target: EmbedTarget, reembed: bool) -> TextClause:
-    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
+    columns = _columns(target)
+    if reembed:
+        return text(
+            f"select {columns}, embedded_text from {_rows_sql(target, columns)} "
+            f"where {_OTHER_MODEL} and {target.cursor} > :after order by {target.cursor} limit :limit"
+        )
     return text(
         f"select {columns}, {embedded_text_sql(target.table)} as embedded_text "
-        f"from {target.table} where {_PENDING[reembed]} and {_SCOPE} "
+        f"from {target.table} where embedding is null and {_SCOPE} "
         f"and {target.cursor} > :after order by {target.cursor} limit :limit"
     )
 
 
 def _count_sql(target: EmbedTarget, reembed: bool) -> TextClause:
-    return text(f"select count(*) from {target.table} where {_PENDING[reembed]} and {_SCOPE}")
+    if reembed:
+        return text(f"select count(*) from {_rows_sql(target, _columns(target))} where {_OTHER_MODEL}")
+    return text(f"select count(*) from {target.table} where embedding is null and {_SCOPE}")
 
 
 def _update_sql(target: EmbedTarget) -> TextClause:
@@ -143,11 +175,17 @@ def embedding_cache_prune(candidates: str, going: Mapping[str, str]) -> TextClau
     )
 
 
+def _model_params(settings: Settings) -> dict[str, str]:
+    """The bound parameters of model_for_text_sql."""
+    return {"embed_model": settings.embedding_model, "embed_cjk_model": settings.embed_cjk_model}
+
+
 def count_pending(
-    conn: Connection, model: str, reembed: bool = False, namespace: str | None = None
+    conn: Connection, settings: Settings, reembed: bool = False, namespace: str | None = None
 ) -> dict[str, int]:
-    """Rows waiting for an embedding, per table."""
-    params = {"model": model, "namespace": namespace}
+    """Rows waiting for an embedding (with reembed: or for the one of the model their text gets now), per
+    table."""
+    params = {**_model_params(settings), "namespace": namespace}
     return {t.table: conn.execute(COUNT_PENDING[(t.table, reembed)], params).scalar_one() for t in TARGETS}
 
 
@@ -161,7 +199,7 @@ def read_page(
 ) -> list[dict[str, Any]]:
     """The next pending rows of one table after keyset position `after`."""
     params = {
-        "model": get_embedder(settings).model_name,
+        **_model_params(settings),
         "namespace": namespace,
         "after": after,
         "limit": settings.embed_batch_size * PAGE_BATCHES,
@@ -172,17 +210,17 @@ def read_page(
 def write_page(
     conn: Connection,
     target: EmbedTarget,
-    model: str,
     rows: list[dict[str, Any]],
     vectors: list[np.ndarray],
-    new: dict[str, np.ndarray],
+    models: list[str],
+    new: dict[CacheKey, np.ndarray],
 ) -> None:
-    """Store the newly encoded vectors in the cache and set each row's embedding (by primary key)."""
+    """Store the newly encoded vectors in the cache; set each row's embedding and model (by primary key)."""
     started = time.perf_counter()
-    store_vectors(conn, model, new)
+    store_encoded(conn, new)
     updates = [
         {**{key: row[key] for key in (*target.keys, *target.guards)}, "embedding": vector, "model": model}
-        for row, vector in zip(rows, vectors, strict=True)
+        for row, vector, model in zip(rows, vectors, models, strict=True)
     ]
     conn.execute(UPDATE_EMBEDDING[target.table], updates)
     logger.debug("%s: wrote %d rows in %.2f s", target.table, len(rows), time.perf_counter() - started)
@@ -203,9 +241,8 @@ def embed_table(
     page N+1 is encoded, so the database work mostly hides behind the model. Vectors encoded for page N
     are passed to page N+1's lookup, since they may not be committed yet.
     """
-    model = get_embedder(settings).model_name
     after: Any = 0
-    fresh: dict[str, np.ndarray] = {}
+    fresh: dict[CacheKey, np.ndarray] = {}
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-writer") as writer:
         writing: Future[None] | None = None
         while True:
@@ -214,10 +251,10 @@ def embed_table(
                 if not rows:
                     break
                 texts = [row["embedded_text"] for row in rows]
-                vectors, new = vectors_for(conn, settings, texts, known=fresh)
+                vectors, models, new = vectors_for(conn, settings, texts, known=fresh)
             if writing is not None:
                 writing.result()  # one write in flight at most; its error stops the stage here
-            writing = writer.submit(_in_transaction, engine, write_page, target, model, rows, vectors, new)
+            writing = writer.submit(_in_transaction, engine, write_page, target, rows, vectors, models, new)
             fresh, after = new, rows[-1][target.cursor]
             setattr(result, target.table, getattr(result, target.table) + len(rows))
             for row in rows:
@@ -240,9 +277,9 @@ def embed_pending(
 ) -> EmbedResult:
     """Embed every pending row of the five tables (optionally one namespace), one transaction per page."""
     engine = engine_for(settings)
-    result = EmbedResult(model=get_embedder(settings).model_name)
+    result = EmbedResult(model=" + ".join(embedding_models(settings)))
     with engine.connect() as conn:
-        pending = count_pending(conn, result.model, reembed, namespace)
+        pending = count_pending(conn, settings, reembed, namespace)
     with progress_bar("embedding", sum(pending.values()), progress) as advance:
         for target in TARGETS:
             if pending[target.table]:

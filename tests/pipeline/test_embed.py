@@ -22,6 +22,7 @@ from strataflow.pipeline.embed import (
 )
 
 MODEL = "all-MiniLM-L6-v2"
+MODELS = "all-MiniLM-L6-v2 + multilingual-e5-small"  # EmbedResult.model: the configured models
 
 INSERT_ITEM = text(
     """
@@ -96,7 +97,7 @@ def test_embed_pending_embeds_every_table_and_encodes_identical_texts_once(
     tables = {"conversation_messages": 3, "memory_items": 1, "weekly_reports": 1, "insights": 1}
     by_namespace = {seeded: tables}
     assert result == EmbedResult(
-        model=MODEL,
+        model=MODELS,
         by_namespace=by_namespace,
         conversation_messages=3,
         memory_items=1,
@@ -119,7 +120,7 @@ def test_a_rerun_encodes_nothing_and_touches_no_row(engine: Engine, settings: Se
     embed_pending(settings, progress=False, namespace=seeded)
     before = encode_count()
     again = embed_pending(settings, progress=False, namespace=seeded)
-    assert again == EmbedResult(model=MODEL)
+    assert again == EmbedResult(model=MODELS)
     assert encode_count() - before == 0
 
 
@@ -223,15 +224,47 @@ def test_a_row_whose_text_changed_while_its_page_was_encoded_keeps_a_null_embedd
     )
     target = next(t for t in TARGETS if t.table == "conversation_messages")
     rows = read_page(conn, settings, target, 0, False, namespace)
-    vectors, new = vectors_for(conn, settings, [r["embedded_text"] for r in rows])
+    vectors, models, new = vectors_for(conn, settings, [r["embedded_text"] for r in rows])
     changed = rows[0]["message_id"]
     conn.execute(  # what a re-ingest with new content does meanwhile
         text("update conversation_messages set content = 'new', content_hash = 'h2' where message_id = :id"),
         {"id": changed},
     )
-    write_page(conn, target, MODEL, rows, vectors, new)
+    write_page(conn, target, rows, vectors, models, new)
     embedded = conn.execute(
         text("select message_id, embedding is not null from conversation_messages where namespace = :ns"),
         {"ns": namespace},
     ).all()
     assert sorted(embedded) == sorted([(changed, False), (rows[1]["message_id"], True)])
+
+
+MODELS_OF = text("select content, embedding_model from conversation_messages where namespace = :ns")
+
+
+def test_reembed_after_a_change_of_the_cjk_model_replaces_only_the_rows_whose_model_changed(
+    engine: Engine, settings: Settings, namespace: str
+) -> None:
+    chinese, english = f"我下个月搬去杭州（{namespace}）", f"I move to Hangzhou next month ({namespace})"
+    with engine.begin() as conn:
+        insert_l1_rows(conn, namespace, [chinese, english], start=datetime(2025, 3, 6, tzinfo=UTC))
+    one_model = settings.model_copy(update={"embed_cjk_model": ""})
+    assert embed_pending(one_model, progress=False, namespace=namespace).conversation_messages == 2
+    with engine.connect() as conn:
+        assert dict(conn.execute(MODELS_OF, {"ns": namespace}).tuples().all()) == {
+            chinese: MODEL,
+            english: MODEL,
+        }
+
+    assert embed_pending(settings, progress=False, namespace=namespace).conversation_messages == 0
+    result = embed_pending(settings, reembed=True, progress=False, namespace=namespace)
+    assert (result.conversation_messages, result.encoded) == (1, 1)
+    with engine.connect() as conn:
+        models = dict(conn.execute(MODELS_OF, {"ns": namespace}).tuples().all())
+    assert models == {chinese: "multilingual-e5-small", english: MODEL}
+    assert embed_pending(settings, reembed=True, progress=False, namespace=namespace).embedded == 0
+    back = embed_pending(one_model, reembed=True, progress=False, namespace=namespace)
+    assert (back.conversation_messages, back.encoded, back.cache_hits) == (
+        1,
+        0,
+        1,
+    )  # MiniLM's vector is cached

@@ -187,7 +187,9 @@ def restore_messages(
     good = [(value, line) for number, _, value, line in lines if number not in bad]
     keys = [(str(value.get("source") or state.label), str(value["source_message_id"])) for value, _ in good]
     found = _message_ids(conn, state, keys)
-    vectors: dict[str, tuple[list[dict[str, Any]], list[Any]]] = defaultdict(lambda: ([], []))
+    rows: list[dict[str, Any]] = []
+    found_vectors: list[Any] = []
+    models: list[str] = []
     for key, (value, line) in zip(keys, good, strict=True):
         if key not in found:
             continue
@@ -204,10 +206,11 @@ def restore_messages(
                 "event_at": event_at,
                 "content_hash": content_hash(value["content"]),
             }
-            vectors[model][0].append(row)
-            vectors[model][1].append(vector)
-    for model, (rows, found_vectors) in vectors.items():
-        write_page(conn, MESSAGES, model, rows, found_vectors, {})
+            rows.append(row)
+            found_vectors.append(vector)
+            models.append(model)
+    if rows:
+        write_page(conn, MESSAGES, rows, found_vectors, models, {})
     return chunk.quarantined
 
 
