@@ -116,5 +116,5 @@ comment on column pipeline_health.avg_duration_s is 'Mean duration in seconds of
 comment on column pipeline_health.last_error is 'Error of the latest run that recorded one (a run over every namespace: the part naming this namespace''s scopes).';
 comment on column pipeline_health.count_quarantined is 'Records sent to quarantine.';
 comment on column pipeline_health.quarantine_by_reason is 'Quarantined records per reason as JSON, e.g. {"missing_field": 3, "bad_timestamp": 1}.';
-comment on column pipeline_health.count_crashed is 'Runs whose process died before closing them (marked crashed by the next run of the flow).';
 comment on column pipeline_health.count_completed_with_errors is 'Runs that completed while some LLM units (scopes, scope-weeks) failed; their errors name the scopes by hash.';
+comment on column pipeline_health.count_crashed is 'Runs whose process died before closing them (marked crashed by the next run of the flow).';

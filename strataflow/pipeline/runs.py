@@ -284,7 +284,9 @@ def recorded_error(exc: BaseException) -> str:
 PREFECT_FAILURE = re.compile(
     r"^(?P<head>.*?exception: )(?P<name>[A-Za-z_][\w.]*)(?::\s*(?P<text>.*))?$", re.S
 )
-OWN_ERRORS = frozenset({"LLMError", "BudgetExhausted", "NamespaceBudgetExhausted", "UserError"})
+OWN_ERRORS = frozenset(
+    {"LLMError", "BudgetExhausted", "NamespaceBudgetExhausted", "UserError", "StageFailed"}
+)
 
 
 def previous_state(engine: Engine, run_id: uuid.UUID) -> str | None:

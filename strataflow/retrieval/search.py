@@ -173,7 +173,7 @@ def _ranked_hits(
     reading = _reading(query, settings, by_layer, now)
     lexemes = list(conn.execute(layer_sql.QUERY_LEXEMES, params).scalar() or [])
     params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding, owned)
-    params["cjk_model"], params["qvec_cjk"] = None, params["qvec"]  # one model: every row compares with qvec
+    params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, query, by_layer, bool(approximate), params)
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
     if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
         found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
@@ -244,6 +244,24 @@ def _reading(
     """What the query says, among the speakers of the messages read so far."""
     speakers = {str(r.speaker) for r in by_layer.get("messages", []) if r.speaker}
     return read_query(query, speakers, settings.tz, now or datetime.now(UTC))
+
+
+def _cjk_query(
+    settings: Settings, query: str, by_layer: dict[str, list[Any]], wide_scope: bool, params: dict[str, Any]
+) -> tuple[str | None, np.ndarray]:
+    """(:cjk_model, :qvec_cjk): rows embedded by the CJK model (model_for_text) are compared with the query's
+    vector under that model. Encoded only when such rows are in the exact scope, or, in a wide scope, when
+    the query itself is CJK text (a wide English query leaves CJK rows at the similarity of unrelated
+    vectors, near zero after calibration: docs/retrieval.md)."""
+    from strataflow.llm.embeddings import model_for_text, query_embeddings
+
+    cjk = settings.embed_cjk_model or None
+    if cjk is None or cjk == settings.embedding_model:
+        return None, params["qvec"]
+    in_scope = any(getattr(row, "model", None) == cjk for rows in by_layer.values() for row in rows)
+    if not in_scope and not (wide_scope and model_for_text(settings, query) == cjk):
+        return None, params["qvec"]
+    return cjk, np.asarray(query_embeddings(settings, query, models=[cjk])[cjk], dtype=np.float32)
 
 
 def _query_vector(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pydantic import AliasChoices
 from sqlalchemy import Engine, text
 from typer.testing import CliRunner
 
@@ -95,8 +96,11 @@ def test_the_guide_lists_every_view_and_table_with_the_columns_the_database_has(
 
 def test_the_configuration_page_names_every_setting_by_its_environment_variable() -> None:
     page = docs.configuration_table()
-    for name in Settings.model_fields:
-        if name != "database_url":
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):  # a standard variable of its own (OTEL_EXPORTER_OTLP_...)
+            assert f"| `{alias.choices[0]}`" in page
+        elif name != "database_url":
             assert f"| `STRATAFLOW_{name.upper()}` |" in page
     assert "| `DATABASE_URL` or `STRATAFLOW_DATABASE_URL` | unset |" in page
     assert "| `STRATAFLOW_RETENTION_DAYS` | `30` | ≥ 1, ≤ 3650 |" in page

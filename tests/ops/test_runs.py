@@ -91,7 +91,7 @@ def test_work_that_raises_is_recorded_failed_and_the_error_goes_on(engine: Engin
         "flow": "ingest",
         "status": "failed",
         "counts": {},
-        "error": "ValueError: the inbox is not readable",
+        "error": runs.recorded_error(ValueError("the inbox is not readable")),
     }
 
 
