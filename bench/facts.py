@@ -99,7 +99,8 @@ def log(message: str) -> None:
 def store_facts(engine: Any, settings: Any, namespace: str, subject: Subject) -> dict[int, int]:
     """Store the subject's facts as POST /v1/memories and /mem0 add(infer=False) do; item id -> fact index."""
     from strataflow.memory import api
-    from strataflow.service.mem0_shapes import ENTRY_TYPE, entry_name
+    from strataflow.memory.adapters import mem0_entry_name as entry_name
+    from strataflow.service.mem0_shapes import ENTRY_TYPE
 
     ids: dict[int, int] = {}
     with engine.begin() as conn:
