@@ -38,8 +38,19 @@ class InCondition(Strict):
 Condition = SubjectId | EqCondition | InCondition  # a value ("*": any value), {"eq": v} or {"in": [...]}
 
 
+MetaValue = str | int | float | bool  # a metadata value a filter compares with (no null: absent is not null)
+
+
+class MetaEq(Strict):
+    eq: MetaValue
+
+
+class MetaIn(Strict):
+    in_: list[MetaValue] = Field(alias="in", min_length=1, max_length=10)
+
+
 MetadataFilter = Annotated[
-    dict[str, Any],
+    dict[str, MetaValue | MetaEq | MetaIn],
     Field(
         min_length=1, max_length=10,
         description="metadata fields, each a value, {'eq': v} or {'in': [...]} (mem0's metadata filter)",
