@@ -353,4 +353,4 @@ def filter_sql(wanted: Filter, viewer: str | None, alias: str = "mi") -> tuple[s
                 f"where {alias}.metadata @> cast(o.v as jsonb))"
             )
         ors.append("(" + (" and ".join(ands) or "true") + ")")
-    return "(" + " or ".join(ors) + ")", params
+    return "(" + (" or ".join(ors) or "false") + ")", params  # no clause (an empty OR): nothing

@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
+MAX_PAGE = 100_000  # get_all's page number (offsets stay within what SQL counts)
 MAX_STORED_MESSAGES = 20  # messages of one infer=false add: each is embedded in the request
 Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
 Role = Literal["user", "assistant", "system", "tool"]
@@ -37,8 +38,19 @@ class InCondition(Strict):
 Condition = SubjectId | EqCondition | InCondition  # a value ("*": any value), {"eq": v} or {"in": [...]}
 
 
+MetaValue = str | int | float | bool  # a metadata value a filter compares with (no null: absent is not null)
+
+
+class MetaEq(Strict):
+    eq: MetaValue
+
+
+class MetaIn(Strict):
+    in_: list[MetaValue] = Field(alias="in", min_length=1, max_length=10)
+
+
 MetadataFilter = Annotated[
-    dict[str, Any],
+    dict[str, MetaValue | MetaEq | MetaIn],
     Field(
         min_length=1, max_length=10,
         description="metadata fields, each a value, {'eq': v} or {'in': [...]} (mem0's metadata filter)",
@@ -180,7 +192,7 @@ class Mem0List(ReadOptions):
     """POST /v3/memories/ (get_all; page and page_size come as query parameters)."""
 
     filters: Mem0Filter | None = Field(None, description="as for search")
-    page: int | None = Field(None, ge=1, description="the page (also a query parameter)")
+    page: int | None = Field(None, ge=1, le=MAX_PAGE, description="the page (also a query parameter)")
     page_size: int | None = Field(None, ge=1, le=1000, description="memories per page (default 100)")
 
 

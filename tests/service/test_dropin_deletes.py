@@ -151,3 +151,13 @@ def test_get_all_counts_and_pages_in_sql_with_any_filter(
     assert [p["count"] for p in pages] == [3, 3] and pages[0]["next"] and pages[1]["next"] is None
     shown = [r["memory"] for p in pages for r in p["results"]]
     assert shown == ["Eve note.", "Dana note 3.", "Dana note 1."]  # newest first, across pages
+
+
+def test_get_all_with_an_empty_or_and_a_far_page(api_url: str, tenants: dict[str, Tenant]) -> None:
+    """Found by Schemathesis: an empty OR made an empty SQL condition (500), a huge page an offset SQL
+    could not hold (422 for a schema-valid body): nothing, and a bounded page number."""
+    http = raw(api_url, tenants["alpha"])
+    empty = http.post("/v3/memories/", json={"filters": {"OR": []}})
+    assert empty.status_code == 200 and empty.json()["results"] == []
+    far = http.post("/v3/memories/", json={"page": 10**30})
+    assert far.status_code == 422 and far.json()["error"]["field"] == "page"

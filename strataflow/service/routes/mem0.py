@@ -46,6 +46,7 @@ from strataflow.service.mem0_deps import (
 )
 from strataflow.service.mem0_schemas import (
     MAX_ADD_MESSAGES,
+    MAX_PAGE,
     MAX_STORED_MESSAGES,
     Mem0Add,
     Mem0AddAnswer,
@@ -245,7 +246,7 @@ def get_all(
     body: Mem0List,
     session: Session,
     request: Request,
-    page: Annotated[int | None, Query(ge=1)] = None,
+    page: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
     page_size: Annotated[int | None, Query(ge=1, le=1000)] = None,
 ) -> Mem0Page:
     """The memories within the filters, newest first, a page at a time: {count, next, previous, results}."""
