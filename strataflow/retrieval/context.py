@@ -174,7 +174,8 @@ def _candidate_sections(
     agent_id: str | None,
 ) -> tuple[dict[str, list[ContextPiece]], Future[np.ndarray] | None]:
     """Every section but the profiles and retrieval, and the query's embedding (a Future) for retrieval."""
-    pending = start_embedding(settings, query) if query.strip() else None  # while the candidates are read
+    # The query's embedding is computed while the candidates are read.
+    pending = start_embedding(settings, query, subject_id) if query.strip() else None
     q_en, q_zh = or_query_parts(query)
     q_zh = " | ".join(token for token in q_zh.split(" | ") if len(token) > 1)  # 我, 在, 的: noise here
     hint_keys, hint_kinds = key_hints(query)

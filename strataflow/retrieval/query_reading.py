@@ -100,15 +100,22 @@ class QueryReading:
     asks_when: bool = False
     period: Period | None = None
     asks_for_set: bool = False
+    names_subject: bool = (
+        False  # it names the subject searched, or refers to them as he, she, 她 (without_subject)
+    )
 
 
-def read_query(query: str, speakers: Iterable[str], tz: ZoneInfo, now: datetime) -> QueryReading:
-    """The reading of `query` among the scope's `speakers` (names from message metadata), in zone tz."""
+def read_query(
+    query: str, speakers: Iterable[str], tz: ZoneInfo, now: datetime, subject_id: str | None = None
+) -> QueryReading:
+    """The reading of `query` among the scope's `speakers` (names from message metadata), in zone tz, in a
+    search within `subject_id` (None: the whole namespace)."""
     return QueryReading(
         speakers=named_speakers(query, speakers),
         asks_when=bool(WHEN_QUESTION.search(query)),
         period=named_period(query, tz, now),
         asks_for_set=bool(SET_QUESTION.search(query)),
+        names_subject=without_subject(query, subject_id) != query,
     )
 
 
@@ -134,6 +141,37 @@ def without_speakers(query: str, speakers: Iterable[str]) -> str:
     pattern = r"(?<!\w)(" + "|".join(re.escape(n) for n in names) + r")(['’]s)?(?!\w)\s*"
     stripped = re.sub(pattern, "", query, flags=re.IGNORECASE).strip()
     return stripped or query
+
+
+# Third-person references to a person: within one subject's memory they name the subject, whose rows are
+# all about them. 其他 ("other") and 他人 ("others") are not references.
+_THIRD_PERSON = re.compile(
+    r"(?<!\w)(he|she|him|his|her|hers|himself|herself)(?!\w)\s*|(?<!其)(他们|她们|他|她)(?!人)的?",
+    re.IGNORECASE,
+)
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def without_subject(query: str, subject_id: str | None) -> str:
+    """The query for its embedding in a search within one subject: without the subject's own names (the
+    words of its id: "dora" for "Dora's", "marek_oduya" for "Marek") and third-person pronouns (he, her,
+    她的). Every row in scope is about the subject, so the reference says nothing about which row answers,
+    while left in the text it pulls the embedding towards rows that happen to name the subject or start
+    with a pronoun (她在一所小学教数学 for 她有宠物吗？). Measured on bench.facts: top-1 from 0.86 to 0.92
+    in English (MiniLM) and from 0.72 to 0.86 in Chinese (e5); docs/retrieval-quality.md. Without a subject
+    (a namespace-wide search) the query is returned as it is."""
+    if not subject_id:
+        return query
+    names = sorted(set(re.findall(r"[^\W\d_]{2,}", subject_id)), key=len, reverse=True)
+    stripped = query
+    for name in names:  # a CJK name is written without spaces around it: matched anywhere
+        edge = "" if _CJK.search(name) else r"(?<![^\W\d_])"
+        tail = "" if _CJK.search(name) else r"(['’]s)?(?![^\W\d_])\s*"
+        stripped = re.sub(edge + re.escape(name) + tail, "", stripped, flags=re.IGNORECASE)
+    stripped = re.sub(r"\s{2,}", " ", _THIRD_PERSON.sub("", stripped)).strip()
+    return stripped if re.search(r"\w", stripped) else query
 
 
 def has_time_expression(text_value: str) -> bool:

@@ -22,9 +22,10 @@ nearest rows and *then* applies the WHERE clause, so a narrow filter can leave f
 
 Latency: the query is embedded on a worker thread (one torch thread) while the scope's rows are read; the
 similarities of those rows follow in a second round trip (by the scope's filters), and the metadata of the
-rows shown after ranking. When the query names a speaker of the scope, the dense side uses the query without
-that name (query_reading.without_speakers), embedded once the speakers are known; a caller-supplied
-`query_embedding` is used as it is. The cyclic garbage collector is paused while a search runs
+rows shown after ranking. Within one subject the query is embedded without the subject's names and
+third-person pronouns (query_reading.without_subject); when it names a speaker of the scope, without that
+name too (query_reading.without_speakers), embedded once the speakers are known; a caller-supplied
+`query_embedding` array is used as it is. The cyclic garbage collector is paused while a search runs
 (`collector_paused`): scoring a few thousand rows exactly otherwise set off a full collection of the
 process's heap (the model, torch, Prefect: 300-400 ms) about one search in five.
 """
@@ -48,7 +49,7 @@ from strataflow.config import Settings
 from strataflow.retrieval import layer_sql, wide
 from strataflow.retrieval.layer_sql import LAYERS, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
-from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers
+from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers, without_subject
 from strataflow.retrieval.ranking import Candidate, rank
 from strataflow.textsearch import or_query_parts
 
@@ -163,24 +164,26 @@ def _ranked_hits(
     if isinstance(query_embedding, Future):
         pending, query_embedding = query_embedding, None
     elif query_embedding is None:
-        pending = start_embedding(settings, query)
+        pending = start_embedding(settings, query, params["subject_id"])
     extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
     read = tuple(dict.fromkeys(wanted + extra))
     by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
     approximate = [layer for layer in read if not exact[layer]]
     # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
     text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
-    reading = _reading(query, settings, by_layer, now)
+    reading = _reading(query, settings, by_layer, now, params["subject_id"])
     lexemes = list(conn.execute(layer_sql.QUERY_LEXEMES, params).scalar() or [])
-    params["qvec"] = _query_vector(settings, query, reading, pending, query_embedding, owned)
-    params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, query, by_layer, bool(approximate), params)
+    pending_text = without_subject(query, params["subject_id"])  # what start_embedding embeds
+    dense = without_speakers(pending_text, reading.speakers) if reading.speakers else pending_text
+    params["qvec"] = _query_vector(settings, pending_text, dense, pending, query_embedding, owned)
+    params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, dense, by_layer, bool(approximate), params)
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
     if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
         found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)
         for layer, rows in found.items():
             by_layer[layer] = rows
             similarity.update({(layer, int(r.id)): (r.sim, r.model) for r in rows})
-        reading = _reading(query, settings, by_layer, now)  # the candidates' speakers
+        reading = _reading(query, settings, by_layer, now, params["subject_id"])  # the candidates' speakers
     ranked = {
         layer: _rank_layer(layer, by_layer.get(layer, []), similarity, lexemes, reading, {})
         for layer in read
@@ -239,11 +242,15 @@ def _late_meta(
 
 
 def _reading(
-    query: str, settings: Settings, by_layer: dict[str, list[Any]], now: datetime | None
+    query: str,
+    settings: Settings,
+    by_layer: dict[str, list[Any]],
+    now: datetime | None,
+    subject_id: str | None,
 ) -> QueryReading:
     """What the query says, among the speakers of the messages read so far."""
     speakers = {str(r.speaker) for r in by_layer.get("messages", []) if r.speaker}
-    return read_query(query, speakers, settings.tz, now or datetime.now(UTC))
+    return read_query(query, speakers, settings.tz, now or datetime.now(UTC), subject_id)
 
 
 def _cjk_query(
@@ -266,23 +273,23 @@ def _cjk_query(
 
 def _query_vector(
     settings: Settings,
-    query: str,
-    reading: QueryReading,
+    pending_text: str,
+    dense: str,
     pending: Future[np.ndarray] | None,
     given: np.ndarray | None,
     owned: bool,
 ) -> np.ndarray:
-    """The query's embedding; without the names of the speakers it names when the search embeds it (the
-    pending embedding of the whole query is then cancelled if the search started it itself)."""
+    """The query's embedding, of its `dense` text (without the subject's names and pronouns and the speakers
+    it names). The pending embedding (of `pending_text`, the query without the subject: start_embedding) is
+    used unless the query named speakers, when `dense` is embedded instead (and the pending one cancelled if
+    the search started it itself)."""
     if given is not None:
         return np.asarray(given, dtype=np.float32)
     assert pending is not None
-    if reading.speakers:
-        stripped = without_speakers(query, reading.speakers)
-        if stripped != query:
-            if owned:
-                pending.cancel()
-            return np.asarray(embed_query(settings, stripped), dtype=np.float32)
+    if dense != pending_text:
+        if owned:
+            pending.cancel()
+        return np.asarray(embed_query(settings, dense), dtype=np.float32)
     return np.asarray(pending.result(), dtype=np.float32)
 
 
@@ -332,10 +339,12 @@ def _background() -> ThreadPoolExecutor:
     return _BACKGROUND[0]
 
 
-def start_embedding(settings: Settings, query: str) -> Future[np.ndarray]:
+def start_embedding(settings: Settings, query: str, subject_id: str | None = None) -> Future[np.ndarray]:
     """The query's embedding (embed_query) computed on the search's worker thread, so a caller can read the
-    database meanwhile and pass the Future to `search` as its query_embedding."""
-    return _background().submit(embed_query, settings, query)
+    database meanwhile and pass the Future to `search` as its query_embedding. Within one subject the query
+    is embedded without the subject's names and pronouns (query_reading.without_subject), as `search`
+    embeds it: pass the same subject_id to both."""
+    return _background().submit(embed_query, settings, without_subject(query, subject_id))
 
 
 def embed_query(settings: Settings, query: str) -> np.ndarray:
