@@ -12,6 +12,7 @@ from strataflow.retrieval.query_reading import (
     named_period,
     read_query,
     without_speakers,
+    without_subject,
 )
 
 TZ = ZoneInfo("UTC")
@@ -44,6 +45,26 @@ def test_named_speakers(query, speakers):
 )
 def test_without_speakers(query, stripped):
     assert without_speakers(query, ["Melanie", "Chen Wei"]) == stripped
+
+
+@pytest.mark.parametrize(
+    ("query", "subject", "stripped"),
+    [
+        ("Which city is Marek originally from?", "marek_oduya", "Which city is originally from?"),
+        ("What is Priya's job?", "priya", "What is job?"),  # the possessive goes with the name
+        ("What car does he own?", "u-17", "What car does own?"),  # a pronoun names the subject too
+        ("她有宠物吗？", "zhao_ruoxi", "有宠物吗？"),
+        ("她的饮食有什么讲究？", "zhao_ruoxi", "饮食有什么讲究？"),
+        ("林晓雯老家在哪？", "林晓雯", "老家在哪？"),  # a CJK name is matched without word edges
+        ("其他人怎么看？", "zhao_ruoxi", "其他人怎么看？"),  # 其他 ("other") is no pronoun
+        ("Where did Dorothy go?", "dora", "Where did Dorothy go?"),  # a longer word is another name
+        ("Dora", "dora", "Dora"),  # nothing would be left: keep the query
+        ("What car does he own?", None, "What car does he own?"),  # no subject: the query as it is
+    ],
+)
+def test_without_subject(query, subject, stripped):
+    assert without_subject(query, subject) == stripped
+    assert read_query(query, [], TZ, NOW, subject).names_subject == (stripped != query)
 
 
 @pytest.mark.parametrize(

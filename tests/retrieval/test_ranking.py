@@ -122,3 +122,15 @@ def test_each_model_is_calibrated_on_its_own_scale():
     e5_row = Candidate(1, "", None, 0.88, 5, {"猫": 1}, model="multilingual-e5-small")
     ranked = rank([e5_row], ["猫"], windowed=False)[0]
     assert ranked.score == pytest.approx(absolute_score(0.88, model="multilingual-e5-small"))
+
+
+def test_a_query_naming_the_subject_gets_the_reference_back_on_every_row_without_reordering():
+    rows = [turn(1, {}, sim=0.30), turn(2, {}, sim=0.25)]
+    plain = {c.id: c.score for c in rank([turn(1, {}, sim=0.30), turn(2, {}, sim=0.25)], [], windowed=False)}
+    named = rank(rows, [], windowed=False, reading=QueryReading(names_subject=True))
+    assert [c.id for c in named] == [1, 2]  # the same order: the reference is the same for every row
+    reference = CALIBRATION[DEFAULT_MODEL].reference
+    assert reference > 0
+    for c in named:  # and worth exactly the model's reference in cosine
+        assert c.score > plain[c.id]
+        assert c.score == pytest.approx(absolute_score((0.30 if c.id == 1 else 0.25) + reference))
