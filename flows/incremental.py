@@ -22,26 +22,36 @@ from strataflow.pipeline.plans import log_paths
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
-from tasks.extract import extract_new_task
+from tasks.extract import extract_batches, extract_new_task
 from tasks.hot_memory import refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
 
 
 def fresh_stages(
-    settings: Settings, paths: list[str], namespace: str | None, run_id: uuid.UUID
+    settings: Settings,
+    paths: list[str],
+    namespace: str | None,
+    run_id: uuid.UUID,
+    llm_batch: bool = False,
 ) -> dict[str, list[Any]]:
     """Ingest paths, embed, extract L2 from new messages, refresh hot memory, embed the new items: the stages
-    the incremental and the nightly share (the nightly adds expiry)."""
+    the incremental and the nightly share (the nightly adds expiry). llm_batch: the extraction's requests
+    go through the provider's batch API first (tasks/extract.py extract_batches), then its answers are
+    applied."""
     ingested = ingest_logs_task(settings, paths, namespace=namespace, run_id=run_id)
     embedded = embed_pending_task(settings, namespace=namespace)
+    stages: dict[str, list[Any]] = {}
+    if llm_batch:  # outside the llm slot: waiting for the provider holds no request open
+        stages["batch"] = [extract_batches(settings, run_id, namespace)]
     with llm_slot(settings):
         scope = {"run_id": run_id, "namespace": namespace}
-        extracted = fan_out(extract_new_task, settings, "extract-new", **scope)
+        extracted = fan_out(extract_new_task, settings, "extract-new", answers_only=llm_batch, **scope)
         hot = fan_out(refresh_hot_memory_task, settings, "refresh-hot-memory", **scope)
     embedded_memory = embed_pending_task(settings, namespace=namespace)  # the new L2 items
     return {
         "ingest": [ingested],
         "embed": [embedded, embedded_memory],
+        **stages,
         "extract": extracted,
         "hot_memory": hot,
     }

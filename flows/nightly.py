@@ -30,7 +30,7 @@ def nightly(params: NightlyParams = NightlyParams()) -> RunSummary:  # noqa: B00
     recorded = {**params.model_dump(mode="json"), "run_date": run_date.isoformat()}
     run_id = begin_run(settings, "nightly", recorded, params.namespace)
     paths = log_paths(settings, params.paths, run_date)
-    stages = fresh_stages(settings, paths, params.namespace, run_id)  # what the incremental runs too
+    stages = fresh_stages(settings, paths, params.namespace, run_id, params.llm_batch)  # as the incremental
     expired = expire_l1_task(settings, dry_run=params.dry_run, run_id=run_id, namespace=params.namespace)
     stages["expire"] = [expired]
     return finish_run(settings, "nightly", run_id, stages, run_date=run_date)

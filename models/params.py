@@ -65,6 +65,13 @@ class NightlyParams(_Params):
         description="Namespace for records that name none (wins over theirs). Empty: records must carry one.",
     )
     dry_run: bool = Field(False, description="Expire only reports what it would remove.")
+    llm_batch: bool = Field(
+        False,
+        description="Send the night's extraction requests through the provider's batch API (about half the"
+        " price, answers within 24 h; an OpenAI-compatible extraction model): the run waits for the batch,"
+        " polling every STRATAFLOW_LLM_BATCH_POLL_S, and applies its answers; scopes it left unanswered are"
+        " counted and sent by the next run.",
+    )
 
 
 class IncrementalParams(_Params):

@@ -25,6 +25,9 @@ class LLMStageResult(BaseModel):
         default_factory=list, description="one line per failed unit: '<namespace>/sha256:<hash>: <error>'"
     )
     budget_stopped: bool = Field(False, description="the run's LLM budget ran out; the next run resumes")
+    deferred: int = Field(
+        0, description="units a provider batch left unanswered (failed, expired): the next run sends them"
+    )
     llm_calls: int = Field(0, description="requests sent (ledger rows written by this stage)")
     cache_hits: int = Field(0, description="answers served from the LLM cache (nothing sent)")
     tokens: int = Field(0, description="prompt + completion tokens of the requests sent")
@@ -149,3 +152,15 @@ class AssetResult(BaseModel):
     chunks_deleted: int = 0
     encoded: int = 0
     cache_hits: int = 0
+
+
+class BatchResult(BaseModel):
+    """What the provider-batch steps of one run did (strataflow/pipeline/extract_batch.py)."""
+
+    batches_submitted: int = Field(0, description="provider batches this run submitted")
+    requests_submitted: int = Field(0, description="requests in them")
+    batches_collected: int = Field(0, description="ended batches read (this run's or earlier ones)")
+    answered: int = Field(0, description="answers that validated and were cached")
+    invalid: int = Field(0, description="answers that did not validate (recorded invalid_output)")
+    missing: int = Field(0, description="requests not answered (failed, expired): sent next run")
+    batches_waiting: int = Field(0, description="batches still running when the run stopped waiting")

@@ -76,6 +76,18 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
     llm_concurrency: int = Field(2, ge=1, le=64, description="LLM requests in flight at once per process.")
     extract_batch_tokens: int = Field(3000, ge=200, description="Message tokens per extraction call.")
+    llm_batch_poll_s: float = Field(
+        60.0,
+        gt=0,
+        description="How often a batch run (extract --batch, the nightly's llm_batch) asks the provider "
+        "whether its batch has ended.",
+    )
+    llm_batch_wait_s: float = Field(
+        86_400.0,
+        gt=0,
+        description="How long a batch run waits for its provider batch; a batch still running then is "
+        "collected by the next run, and its scopes are deferred (counted) meanwhile.",
+    )
 
     embedding_model: str = Field(
         "all-MiniLM-L6-v2", description="Local sentence-transformers name, or any litellm embedding model."

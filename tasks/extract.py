@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from models.params import EVERY_SCOPE, Recompute, Shard
-from models.results import ExtractResult
+from models.results import BatchResult, ExtractResult
 from strataflow.config import Settings
+from strataflow.llm.batch import BatchCollected
 from strataflow.pipeline.extract import STAGE, extract_new
+from strataflow.pipeline.extract_batch import batch_states, collect_ended_batches, submit_extract_batch
 from strataflow.pipeline.runs import raise_if_all_failed
 
 
@@ -22,11 +25,65 @@ def extract_new_task(
     namespace: str | None = None,
     shard: Shard = EVERY_SCOPE,
     recompute: Recompute | None = None,
+    answers_only: bool = False,
 ) -> ExtractResult:
     """Extract L2 memory from new L1 messages (or recompute a window) for one shard of the scopes; raises
-    when every scope failed (no task retries: the gateway retries each request)."""
+    when every scope failed (no task retries: the gateway retries each request). answers_only: apply a
+    provider batch's answers, send nothing."""
     result = extract_new(
-        settings, run_id=run_id, namespace=namespace, progress=False, shard=shard, recompute=recompute
-    )
+        settings, run_id=run_id, namespace=namespace, progress=False, shard=shard, recompute=recompute,
+        answers_only=answers_only,
+    )  # fmt: skip
     raise_if_all_failed(result, STAGE)
     return result
+
+
+class BatchesRunning(RuntimeError):
+    """A provider batch has not ended yet (the wait task's retries poll again)."""
+
+
+@task(name="submit-extract-batch", cache_policy=NO_CACHE)
+def submit_extract_batch_task(
+    settings: Settings, run_id: uuid.UUID, namespace: str | None = None
+) -> tuple[str | None, int]:
+    """Submit the extraction's pending requests as one provider batch: (batch id or None, requests)."""
+    return submit_extract_batch(settings, run_id, namespace)
+
+
+@task(name="wait-for-extract-batches", cache_policy=NO_CACHE)
+def wait_for_extract_batches_task(settings: Settings) -> int:
+    """Raise BatchesRunning while a provider batch of the extraction runs (the flow gives this task
+    retries every STRATAFLOW_LLM_BATCH_POLL_S up to STRATAFLOW_LLM_BATCH_WAIT_S); the batches ended."""
+    states = batch_states(settings)
+    running = [state for state in states if not state.ended]
+    if running:
+        done = sum(state.completed + state.failed for state in running)
+        total = sum(state.total for state in running)
+        raise BatchesRunning(f"{len(running)} batch(es) still running: {done} of {total} requests done")
+    return len(states)
+
+
+def extract_batches(settings: Settings, run_id: uuid.UUID, namespace: str | None) -> BatchResult:
+    """Submit, wait (polling with task retries, no request held open) and collect the provider batches of
+    the extraction: the answers are then in the cache for extract_new_task(answers_only=True)."""
+    batch_id, requests = submit_extract_batch_task(settings, run_id, namespace)
+    result = BatchResult(batches_submitted=int(batch_id is not None), requests_submitted=requests)
+    polls = max(1, math.ceil(settings.llm_batch_wait_s / settings.llm_batch_poll_s))
+    waiting = wait_for_extract_batches_task.with_options(
+        retries=polls, retry_delay_seconds=settings.llm_batch_poll_s
+    )
+    waited = waiting(settings, return_state=True)
+    if not waited.is_completed():  # still running after the wait: collected by the next run
+        result.batches_waiting = sum(not state.ended for state in batch_states(settings))
+    for collected in collect_extract_batches_task(settings):
+        result.batches_collected += 1
+        result.answered += collected.answered
+        result.invalid += collected.invalid
+        result.missing += collected.missing
+    return result
+
+
+@task(name="collect-extract-batches", cache_policy=NO_CACHE)
+def collect_extract_batches_task(settings: Settings) -> list[BatchCollected]:
+    """Read every ended extraction batch's answers into the LLM cache and ledger."""
+    return collect_ended_batches(settings)

@@ -36,6 +36,7 @@ from strataflow.db.engine import dispose_engines, engine_for  # noqa: E402
 # tests/fixtures, one module per kind of test data, loaded for every test.
 pytest_plugins = [
     "tests.fixtures.access_data",
+    "tests.fixtures.batch_server",
     "tests.fixtures.daily_logs",
     "tests.fixtures.echo_llm",
     "tests.fixtures.extracted",

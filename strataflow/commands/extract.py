@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import typer
@@ -31,6 +32,17 @@ def extract(
     since: str = typer.Option(
         None, "--since", help="With --reprocess: messages with event time on or after this."
     ),
+    batch: bool = typer.Option(
+        False,
+        "--batch",
+        help="Send the requests through the provider's batch API (about half the price, answers within "
+        "24 h; an OpenAI-compatible model), wait for the batch and apply its answers.",
+    ),
+    wait: bool = typer.Option(
+        True,
+        "--wait/--no-wait",
+        help="With --batch: --no-wait submits the batch and returns; a later `extract --batch` collects it.",
+    ),
 ) -> None:
     """Extract durable L2 memory items from new L1 messages, one LLM call per scope batch.
 
@@ -38,6 +50,11 @@ def extract(
     (STRATAFLOW_LLM_BUDGET_TOKENS / _USD) ends the run cleanly with exit code 0; the next run resumes. A
     scope whose model call fails is named (by hash) on stderr and retried by the next run; the run ends
     completed_with_errors (exit 0), or failed (exit 1) when every scope failed.
+
+    With --batch the requests go to the provider as one batch (STRATAFLOW_EXTRACT_MODEL=openai/<model>;
+    STRATAFLOW_LLM_API_BASE for another OpenAI-compatible server): the command polls every
+    STRATAFLOW_LLM_BATCH_POLL_S until it ends (at most STRATAFLOW_LLM_BATCH_WAIT_S), then applies the
+    answers; scopes left unanswered are counted and sent by the next run.
 
     Example: strataflow extract --namespace consult
     """
@@ -54,12 +71,20 @@ def extract(
             since_at = parse_event_time(since, settings.tz) if since else None
         except ValueError as exc:
             raise UserError(f"--since: {exc}") from None
+        if batch and reprocess:
+            raise UserError("--batch extracts new messages; run --reprocess without it")
+        if batch:
+            from strataflow.pipeline.extract_batch import batch_model
+
+            batch_model(settings)  # an extraction model with a batch API, or a clear error now
+
+    def run(run_id: uuid.UUID) -> Any:
+        if batch:
+            return _extract_batch(settings, run_id, namespace, wait)
+        return extract_new(settings, run_id=run_id, namespace=namespace, reprocess_since=since_at)
+
     result = recorded_run(
-        settings,
-        "extract",
-        {"namespace": namespace, "since": since},
-        namespace,
-        lambda run_id: extract_new(settings, run_id=run_id, namespace=namespace, reprocess_since=since_at),
+        settings, "extract", {"namespace": namespace, "since": since, "batch": batch}, namespace, run
     )
     typer.echo(
         f"scopes {result.scopes}, messages {result.messages}, llm calls {result.llm_calls} "
@@ -76,6 +101,49 @@ def extract(
     if result.budget_stopped:
         typer.echo("budget spent: stopped cleanly; the next run resumes where this one stopped", err=True)
     report_failures(result)
+
+
+def _extract_batch(settings: Any, run_id: uuid.UUID, namespace: str | None, wait: bool) -> Any:
+    """Submit the pending requests as a provider batch, wait for every open batch (a line per poll on
+    stderr), collect the ended ones and apply their answers (strataflow/pipeline/extract_batch.py)."""
+    from models.results import ExtractResult
+    from strataflow.pipeline.extract import extract_new
+    from strataflow.pipeline.extract_batch import (
+        collect_ended_batches,
+        submit_extract_batch,
+        wait_for_batches,
+    )
+
+    batch_id, requests = submit_extract_batch(settings, run_id, namespace)
+    if batch_id is not None:
+        typer.echo(f"submitted batch {batch_id} with {requests} request(s)", err=True)
+
+    def show(states: list[Any]) -> None:
+        for state in states:
+            done = state.completed + state.failed
+            line = f"batch {state.batch_id}: {state.provider_status}, {done} of {state.total} done"
+            typer.echo(line, err=True)
+
+    if not wait:
+        typer.echo("not waiting: a later `strataflow extract --batch` collects and applies it", err=True)
+        return ExtractResult()
+    states = wait_for_batches(settings, settings.llm_batch_poll_s, settings.llm_batch_wait_s, show)
+    running = [state.batch_id for state in states if not state.ended]
+    if running:
+        typer.echo(f"still running after STRATAFLOW_LLM_BATCH_WAIT_S: {', '.join(running)}", err=True)
+    batches = collect_ended_batches(settings)
+    for collected in batches:
+        typer.echo(
+            f"batch {collected.batch_id}: {collected.answered} answered, {collected.invalid} invalid, "
+            f"{collected.missing} missing (sent by the next run), ${collected.cost_usd:.4f} (batch price)",
+            err=True,
+        )
+    result = extract_new(settings, run_id=run_id, namespace=namespace, answers_only=True)
+    # The requests were answered in the batch: its ledger rows are this run's calls.
+    result.llm_calls += sum(c.answered + c.invalid + c.failed for c in batches)
+    result.tokens += sum(c.tokens for c in batches)
+    result.cost_usd = round(result.cost_usd + sum(c.cost_usd for c in batches), 6)
+    return result
 
 
 @profile_app.command("get")

@@ -72,6 +72,11 @@ class LLMError(RuntimeError):
     """A stage could not get a usable answer from its model (after retries, or after the one repair)."""
 
 
+class AnswerPending(LLMError):
+    """The gateway answers from the cache only (`answers_only`: a batch run applying what its provider batch
+    returned) and has no answer for this work: nothing was sent. The unit is left for the next run."""
+
+
 class BudgetExhausted(LLMError):
     """The run's token or USD budget is spent; no request was sent. The stage stops and resumes next run."""
 
@@ -181,8 +186,15 @@ def with_schema_instructions(messages: list[dict[str, Any]], schema: type[BaseMo
 class LLMGateway:
     """Structured LLM calls with ledger, cache, retries, repair, concurrency limit and a per-run budget."""
 
-    def __init__(self, settings: Settings, run_id: uuid.UUID | None, backoff_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        run_id: uuid.UUID | None,
+        backoff_s: float = 1.0,
+        answers_only: bool = False,
+    ) -> None:
         self.settings = settings
+        self.answers_only = answers_only  # cached answers only (a batch's), never a request
         self.engine = ledger_engine_for(settings)  # its own small pool: see ledger_engine_for
         self.run_id = run_id
         self.backoff_s = backoff_s
@@ -220,15 +232,15 @@ class LLMGateway:
         answer. event_at: the event time of the work (its newest message, the week's start), kept on each
         ledger row so that spend can be shown on event time.
         """
-        model = self.model_for(stage)
-        call = LLMCall(
-            stage, prompt_version, model, input_hash(messages, schema, cache_key), namespace, subject_id
-        )
+        call = self.call_for(stage, prompt_version, messages, schema, namespace, subject_id, cache_key)
+        model = call.model
         cached = None if fresh else cached_answer(self.engine, call, schema)
         if cached is not None:
             with self._lock:
                 self.cache_hits += 1
             return cached
+        if self.answers_only:
+            raise AnswerPending(f"{stage}: the batch has no answer for this work yet; the next run sends it")
         attempt = [0]
         reply = self._request_with_retries(call, messages, schema, attempt, event_at)
         if reply.parsed is None:
@@ -248,6 +260,22 @@ class LLMGateway:
                 )
         store_answer(self.engine, call, reply.parsed)
         return reply.parsed  # type: ignore[return-value]
+
+    def call_for(
+        self,
+        stage: str,
+        prompt_version: str,
+        messages: list[dict[str, Any]],
+        schema: type[BaseModel],
+        namespace: str | None = None,
+        subject_id: str | None = None,
+        cache_key: str | None = None,
+    ) -> LLMCall:
+        """The identity of this work in the ledger and the cache (what `complete` and a batch share)."""
+        model = self.model_for(stage)
+        return LLMCall(
+            stage, prompt_version, model, input_hash(messages, schema, cache_key), namespace, subject_id
+        )
 
     # -- budget -------------------------------------------------------------------------------------------
 
@@ -370,15 +398,21 @@ class LLMGateway:
         if model.startswith("offline/"):
             _register_offline()
         kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
+            **self.request_body(litellm, model, messages, schema),
             "timeout": self.settings.llm_timeout_s,
             "num_retries": 0,
             "max_retries": 0,
-            "temperature": 0,
         }
         if self.settings.llm_api_base and not model.startswith("offline/"):
             kwargs["api_base"] = self.settings.llm_api_base
+        return litellm.completion(**kwargs)
+
+    def request_body(
+        self, litellm: Any, model: str, messages: list[dict[str, Any]], schema: type[BaseModel]
+    ) -> dict[str, Any]:
+        """The chat completion request for this work (model, messages, temperature, response_format): what
+        a request sends and what a batch line carries (strataflow.llm.batch)."""
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": 0}
         mode = self.response_format(litellm, model)
         if mode == "json_schema":
             json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}
@@ -389,7 +423,7 @@ class LLMGateway:
             kwargs["messages"] = with_schema_instructions(messages, schema)
             if mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
-        return litellm.completion(**kwargs)
+        return kwargs
 
     def response_format(self, litellm: Any, model: str) -> str:
         """How this model is asked for JSON (STRATAFLOW_LLM_RESPONSE_FORMAT; auto asks litellm): json_schema,

@@ -152,13 +152,16 @@ def extract_new(
     progress: bool = True,
     shard: Shard = EVERY_SCOPE,
     recompute: Recompute | None = None,
+    answers_only: bool = False,
 ) -> ExtractResult:
     """Extract L2 items from the messages past every scope's watermark (of one shard; default: all), or
-    recompute a window (recompute, or reprocess_since: the window from that event time on)."""
+    recompute a window (recompute, or reprocess_since: the window from that event time on). answers_only:
+    apply what a provider batch answered (strataflow/pipeline/extract_batch.py) and send nothing; a scope
+    without an answer is deferred to the next run."""
     if reprocess_since is not None and recompute is None:
         recompute = Recompute(since=reprocess_since)
     engine = engine_for(settings)
-    gateway = stage_gateway(settings, run_id)
+    gateway = stage_gateway(settings, run_id, answers_only)
     result = ExtractResult()
     with engine.connect() as conn:
         scopes = scopes_to_extract(conn, namespace, shard, recompute)

@@ -5,6 +5,8 @@ them here with the function that does one unit. One policy for all (models/resul
 
 - a unit whose model call fails (LLMError) is counted and named by hash (runs.scope_ref, never the subject
   id) and the next unit goes on; the task raises only when every attempted unit failed;
+- a unit a provider batch left without an answer (AnswerPending: the gateway answers from the cache only)
+  is counted as deferred and named in the result's errors; the next run sends it;
 - a budget stop (BudgetExhausted, no request sent) ends the stage cleanly: the units done stay done, the
   result says budget_stopped and the next run resumes from the watermarks;
 - the run's budget is shared fairly among the namespaces of the stage's units (LLMGateway.share_budget): a
@@ -25,16 +27,23 @@ from typing import Protocol, TypeVar
 
 from models.results import LLMStageResult
 from strataflow.config import Settings
-from strataflow.llm.gateway import BudgetExhausted, LLMError, LLMGateway, NamespaceBudgetExhausted
+from strataflow.llm.gateway import (
+    AnswerPending,
+    BudgetExhausted,
+    LLMError,
+    LLMGateway,
+    NamespaceBudgetExhausted,
+)
 from strataflow.pipeline.runs import scope_ref, stage_logger
 
 U = TypeVar("U")
 R = TypeVar("R", bound=LLMStageResult)
 
 
-def stage_gateway(settings: Settings, run_id: uuid.UUID | None) -> LLMGateway:
-    """The gateway of one stage run: the configured models, the run's budget and ledger."""
-    return LLMGateway(settings, run_id)
+def stage_gateway(settings: Settings, run_id: uuid.UUID | None, answers_only: bool = False) -> LLMGateway:
+    """The gateway of one stage run: the configured models, the run's budget and ledger (answers_only: the
+    cached answers of a provider batch, no request: strataflow.llm.batch)."""
+    return LLMGateway(settings, run_id, answers_only=answers_only)
 
 
 def run_units(
@@ -65,6 +74,9 @@ def run_units(
                 log.warning(
                     "%s: namespace %s stopped by its budget share; the others go on", stage, exc.namespace
                 )
+            except AnswerPending as exc:
+                result.deferred += 1
+                result.errors.append(f"{unit_name(unit)}: {exc}")
             except BudgetExhausted as exc:
                 log.warning("%s stopped by the LLM budget (%s); the next run resumes", stage, exc)
                 result.budget_stopped = True
