@@ -140,8 +140,12 @@ def writer_opener(
     x_namespace: XNamespace = None,
 ) -> tuple[Opener, Caller]:
     """(opener of the request's write transactions, caller): the key is accepted and may write, now."""
-    sessions: Sessions = request.app.state.sessions
     key = credentials.credentials if credentials is not None else None
+    return opener_for(request.app.state.sessions, key, x_namespace)
+
+
+def opener_for(sessions: Sessions, key: str | None, x_namespace: str | None) -> tuple[Opener, Caller]:
+    """writer_opener for a key however the route reads it (Bearer, mem0's Token)."""
     caller = sessions.authenticate(key).in_namespace(x_namespace)
     require_writer(caller)
 

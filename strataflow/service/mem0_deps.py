@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
 from strataflow.memory.adapters import Filter, FilterError, FilterTooLarge, app_of, parse_filters
-from strataflow.service.deps import bearer_token, require_writer
+from strataflow.service.deps import Opener, bearer_token, opener_for, require_writer
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_schemas import Mem0Filter
@@ -54,7 +54,20 @@ def open_session(
         yield session
 
 
+def open_writer(
+    request: Request,
+    authorization: Annotated[str | None, Depends(TOKEN)],
+    x_namespace: Annotated[
+        str | None, Header(max_length=512, description="the namespace, when the key's role has several")
+    ] = None,
+) -> tuple[Opener, Caller]:
+    """(opener of the request's write transactions, caller), for a route that embeds before it writes: the
+    key is checked now, and no connection is held until the route opens one (deps.writer_opener)."""
+    return opener_for(request.app.state.sessions, api_key(authorization), x_namespace)
+
+
 Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
+WriterOpener = Annotated[tuple[Opener, Caller], Depends(open_writer)]
 AgentParam = Annotated[Id | None, Query(description="act as this agent (default: the key's own)")]
 MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 

@@ -221,3 +221,61 @@ def test_a_heavy_requests_deadline_never_reaches_the_connections_next_request(
             answer = client.post("/v1/memories/search", json={"query": "garden"})
             assert answer.status_code == 200, answer.text
             time.sleep(2.2)  # past the 2 s deadline of the request before
+
+
+def test_a_mem0_add_embeds_its_messages_before_it_takes_a_connection(
+    api_url: str,
+    engine: Engine,
+    settings: Settings,
+    tenants: dict[str, Tenant],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from strataflow.llm.embeddings import get_embedder
+
+    embedder = get_embedder(settings)  # the process's MiniLM, which the in-process API encodes with
+    encode = embedder.encode
+    held: list[int] = []
+
+    def observed(texts: Any) -> Any:
+        held.append(engine.pool.checkedout())  # type: ignore[attr-defined]
+        return encode(texts)
+
+    monkeypatch.setattr(embedder, "encode", observed)
+    before = engine.pool.checkedout()  # type: ignore[attr-defined]
+    tag = uuid.uuid4().hex[:8]
+    body = {"messages": [{"role": "user", "content": f"I grow {plant} on the balcony ({tag})."}
+                         for plant in ("basil", "mint", "chillies")],  # fmt: skip
+            "user_id": f"balcony_{tag}", "infer": False}  # fmt: skip
+    answer = httpx.post(f"{api_url}/mem0/v3/memories/add/", json=body, timeout=60,
+                        headers={"Authorization": f"Token {tenants['alpha'].key}"})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert [r["event"] for r in answer.json()["results"]] == ["ADD"] * 3
+    assert held == [before], f"encoded once, for the three texts, with {held} connections checked out"
+
+
+def test_a_saved_entry_is_embedded_before_the_request_takes_a_connection(
+    api_url: str,
+    engine: Engine,
+    settings: Settings,
+    tenants: dict[str, Tenant],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from strataflow.llm.embeddings import get_embedder
+
+    embedder = get_embedder(settings)
+    encode = embedder.encode
+    held: list[int] = []
+    monkeypatch.setattr(
+        embedder, "encode", lambda texts: held.append(engine.pool.checkedout()) or encode(texts)
+    )  # type: ignore[attr-defined]
+    before = engine.pool.checkedout()  # type: ignore[attr-defined]
+    tag = uuid.uuid4().hex[:8]
+    entry = {
+        "subject": f"entry_{tag}",
+        "type": "user",
+        "name": f"tea {tag}",
+        "content": f"Drinks tea ({tag}).",
+    }
+    answer = tenants["alpha"].client(api_url).post("/v1/memories", json=entry)
+    assert answer.status_code == 201, answer.text
+    assert held == [before], f"encoded with {held} connections checked out"

@@ -25,7 +25,7 @@ from models.memory_items import MemoryItem
 from strataflow.config import Settings
 from strataflow.ingest.message_progress import message_progress
 from strataflow.ingest.online import write_messages
-from strataflow.memory import adapters, api, item_sets
+from strataflow.memory import adapters, api, item_embedding, item_sets
 from strataflow.ops.freshness import emit_messages_received
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
@@ -36,6 +36,7 @@ from strataflow.service.mem0_deps import (
     AgentParam,
     MemoryId,
     Session,
+    WriterOpener,
     checked_filter,
     item_id_of,
     known_query,
@@ -83,12 +84,11 @@ def ping(session: Session) -> Mem0Ping:
 
 
 @router.post("/v3/memories/add/", response_model=Mem0AddAnswer, responses=READ)
-def add(body: Mem0Add, session: Session, settings: SettingsDep, background: BackgroundTasks) -> Any:
+def add(body: Mem0Add, writer: WriterOpener, settings: SettingsDep, background: BackgroundTasks) -> Any:
     """infer=false: each message's text is stored as a memory now; infer=true (the default): the messages go
     to L1 (as POST /v1/messages) and the answer is an event, PENDING until the extract stage has made
-    memories of them."""
-    db, caller = session
-    require_writer(caller)
+    memories of them. The texts are embedded before the request takes a database connection."""
+    opener, caller = writer
     ids = body.filters
     user_id = body.user_id or (ids.user_id if ids else None)
     run_id = body.run_id or (ids.run_id if ids else None)
@@ -100,39 +100,51 @@ def add(body: Mem0Add, session: Session, settings: SettingsDep, background: Back
         message.model_dump(include={"role", "content"}) for message in body.messages
     ]  # fmt: skip
     if body.infer:
-        return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body, background)
+        with opener() as db:
+            return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body, background)
     if len(turns) > MAX_STORED_MESSAGES:
         raise ApiError(
             413, f"an infer=false add stores (and embeds) each message at once: at most "
             f"{MAX_STORED_MESSAGES} messages per request, got {len(turns)}", "messages",
             code="too_many_messages",
         )  # fmt: skip
-    results = []
-    for turn in turns:
-        if turn["role"] == "system" or not turn["content"].strip():
-            continue
-        try:
-            written = api.create_memory(
-                db, caller.namespace, user_id, shapes.ENTRY_TYPE, adapters.mem0_entry_name(turn["content"]),
-                turn["content"], agent_id=agent,
-                metadata=adapters.mem0_metadata(body.metadata, run_id, app_id),
-                settings=settings,
-            )  # fmt: skip
-            item, event = written.item, "ADD"
-        except api.MemoryConflict as taken:  # the same text is stored already: that memory
-            item, event = api.get_memory(db, caller.namespace, taken.item_id, agent_id=agent), "NONE"
-        results.append(
-            Mem0AddResult(
-                id=str(item.id),
-                memory=item.content,
-                event=event,
-                user_id=item.subject,
-                agent_id=item.agent,
-                run_id=run_id,
-                metadata=shapes.shown_metadata(item),
-            )  # fmt: skip
-        )
-    return Mem0AddAnswer(message="Memories stored", status="SUCCEEDED", results=results)
+    stored = [turn for turn in turns if turn["role"] != "system" and turn["content"].strip()]
+    with item_embedding.encoded_ahead(settings, [turn["content"] for turn in stored]), opener() as db:
+        results = [_store(db, caller, settings, t, user_id, agent, run_id, app_id, body) for t in stored]
+        return Mem0AddAnswer(message="Memories stored", status="SUCCEEDED", results=results)
+
+
+def _store(
+    db: Connection,
+    caller: Caller,
+    settings: Settings,
+    turn: dict[str, Any],
+    user_id: str,
+    agent: str | None,
+    run_id: str | None,
+    app_id: str | None,
+    body: Mem0Add,
+) -> Mem0AddResult:
+    """One infer=false message stored as a memory (or the memory that has its text already)."""
+    try:
+        written = api.create_memory(
+            db, caller.namespace, user_id, shapes.ENTRY_TYPE, adapters.mem0_entry_name(turn["content"]),
+            turn["content"], agent_id=agent,
+            metadata=adapters.mem0_metadata(body.metadata, run_id, app_id),
+            settings=settings,
+        )  # fmt: skip
+        item, event = written.item, "ADD"
+    except api.MemoryConflict as taken:  # the same text is stored already: that memory
+        item, event = api.get_memory(db, caller.namespace, taken.item_id, agent_id=agent), "NONE"
+    return Mem0AddResult(
+        id=str(item.id),
+        memory=item.content,
+        event=event,
+        user_id=item.subject,
+        agent_id=item.agent,
+        run_id=run_id,
+        metadata=shapes.shown_metadata(item),
+    )
 
 
 def _queue(

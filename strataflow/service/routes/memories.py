@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 
 from models.memory_items import MemoryHit, MemoryItem, MemoryPage, MemoryVersion
-from strataflow.memory import api
+from strataflow.memory import api, item_embedding
 from strataflow.retrieval import item_search
-from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep
+from strataflow.service.deps import CallerDep, DbDep, SettingsDep, WriterDep, WriterOpenerDep
 from strataflow.service.errors import error_responses
 from strataflow.service.mem0_deps import known_query
 from strataflow.service.schemas import (
@@ -29,12 +29,17 @@ READ = WRITE = error_responses()
 
 
 @router.post("", response_model=MemoryItem, status_code=201, responses=WRITE)
-def create_memory(body: MemoryCreate, db: WriterDep, caller: CallerDep, settings: SettingsDep) -> MemoryItem:
-    """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead)."""
-    return api.create_memory(
-        db, caller.namespace, body.subject, body.type, body.name, body.content, description=body.description,
-        agent_id=caller.agent_for(body.agent), shared=body.shared, metadata=body.metadata, settings=settings,
-    ).item  # fmt: skip
+def create_memory(body: MemoryCreate, writer: WriterOpenerDep, settings: SettingsDep) -> MemoryItem:
+    """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead).
+    A text content is embedded before the request takes a database connection."""
+    opener, caller = writer
+    texts = [body.content] if isinstance(body.content, str) else []
+    with item_embedding.encoded_ahead(settings, texts), opener() as db:
+        return api.create_memory(
+            db, caller.namespace, body.subject, body.type, body.name, body.content,
+            description=body.description, agent_id=caller.agent_for(body.agent), shared=body.shared,
+            metadata=body.metadata, settings=settings,
+        ).item  # fmt: skip
 
 
 @router.get("", response_model=MemoryPage, responses=READ)
