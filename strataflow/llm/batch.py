@@ -86,6 +86,7 @@ class BatchRequest:
     call: LLMCall
     body: dict[str, Any]
     event_at: datetime | None = None
+    context: dict[str, Any] | None = None  # the answer's validation context (gateway.parse_output)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ def submit(
         identities[custom_id] = {
             **request.call.__dict__,
             "event_at": request.event_at.isoformat() if request.event_at else None,
+            "context": request.context,
         }
     data = ("\n".join(lines) + "\n").encode("utf-8")
     options = provider_options(settings)
@@ -280,6 +282,17 @@ def _call(identity: dict[str, Any]) -> tuple[LLMCall, datetime | None]:
     return call, datetime.fromisoformat(event_at) if event_at else None
 
 
+def _context(identity: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer's validation context as submit had it (JSON turned its {id: text} keys into strings)."""
+    context = identity.get("context")
+    if not isinstance(context, dict):
+        return None
+    lines = context.get("lines")
+    if isinstance(lines, dict):
+        return {**context, "lines": {int(key): value for key, value in lines.items()}}
+    return context
+
+
 def _lines(settings: Settings, file_id: str | None) -> list[dict[str, Any]]:
     """The JSON lines of one of the batch's files (none when the provider wrote no such file)."""
     if not file_id:
@@ -325,7 +338,7 @@ def _record_answer(
     collected.tokens += prompt_tokens + completion_tokens
     collected.cost_usd += cost or 0.0
     try:
-        parsed = parse_output(content, schema)
+        parsed = parse_output(content, schema, _context(identity))
     except ValidationError as exc:
         collected.invalid += 1
         error = scrub_secrets(describe_validation_error(exc))

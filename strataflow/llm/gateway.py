@@ -158,13 +158,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     return f"{exc.error_count()} validation error(s) for {exc.title}: " + "; ".join(parts)
 
 
-def parse_output(content: str, schema: type[T]) -> T:
-    """The completion text as a schema instance; a ```json fence around it is tolerated."""
+def parse_output(content: str, schema: type[T], context: dict[str, Any] | None = None) -> T:
+    """The completion text as a schema instance (validated with `context`: what the schema checks against
+    the request, e.g. the prompt's line ids); a ```json fence around it is tolerated."""
     body = content.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
     if fenced:
         body = fenced.group(1)
-    return schema.model_validate_json(body)
+    return schema.model_validate_json(body, context=context)
 
 
 SCHEMA_INSTRUCTIONS = (
@@ -222,6 +223,7 @@ class LLMGateway:
         cache_key: str | None = None,
         fresh: bool = False,
         event_at: datetime | None = None,
+        context: dict[str, Any] | None = None,
     ) -> T:
         """The model's answer parsed into schema; from the cache when the same work was done before.
 
@@ -230,7 +232,8 @@ class LLMGateway:
         (a forced recompute); the new answer replaces the cached one. Raises BudgetExhausted before sending
         when the run's budget is spent, LLMError when retries or the one repair call do not give a valid
         answer. event_at: the event time of the work (its newest message, the week's start), kept on each
-        ledger row so that spend can be shown on event time.
+        ledger row so that spend can be shown on event time. context: validation context of the answer
+        (what it must agree with in the request; a violation gets the repair turn like a schema error).
         """
         call = self.call_for(stage, prompt_version, messages, schema, namespace, subject_id, cache_key)
         model = call.model
@@ -242,7 +245,7 @@ class LLMGateway:
         if self.answers_only:
             raise AnswerPending(f"{stage}: the batch has no answer for this work yet; the next run sends it")
         attempt = [0]
-        reply = self._request_with_retries(call, messages, schema, attempt, event_at)
+        reply = self._request_with_retries(call, messages, schema, attempt, event_at, context)
         if reply.parsed is None:
             repair = [
                 *messages,
@@ -253,7 +256,7 @@ class LLMGateway:
                     f"{reply.error}\nReply again with only the corrected JSON object, nothing else.",
                 },
             ]
-            reply = self._request_with_retries(call, repair, schema, attempt, event_at)
+            reply = self._request_with_retries(call, repair, schema, attempt, event_at, context)
             if reply.parsed is None:
                 raise LLMError(
                     f"{stage}: {model} returned invalid output twice (after one repair call): {reply.error}"
@@ -338,6 +341,7 @@ class LLMGateway:
         schema: type[BaseModel],
         attempt: list[int],
         event_at: datetime | None = None,
+        context: dict[str, Any] | None = None,
     ) -> _Reply:
         """Send until a reply arrives (valid or not); retry 429, 5xx and timeouts with exponential backoff."""
         litellm = lazy.litellm()
@@ -372,7 +376,7 @@ class LLMGateway:
             latency = int((time.monotonic() - started) * 1000)
             content = response.choices[0].message.content or ""
             try:
-                parsed: BaseModel | None = parse_output(content, schema)
+                parsed: BaseModel | None = parse_output(content, schema, context)
                 error = None
             except ValidationError as exc:
                 parsed, error = None, scrub_secrets(describe_validation_error(exc))

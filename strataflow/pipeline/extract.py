@@ -204,6 +204,7 @@ def _extract_scope(
                 cache_key=batch_cache_key(batch),
                 fresh=recompute is not None and recompute.force,
                 event_at=max(m.event_at for m in batch),
+                context={"lines": {m.message_id: m.content for m in batch}},
             )
             last = index == len(work.batches) - 1
             position = max(m.ingest_seq for m in (work.messages if last else batch))
@@ -216,6 +217,7 @@ def _extract_scope(
                     settings=gateway.settings,
                 )  # fmt: skip
                 count_applied(applied, scope, result)
+                result.items_dropped += output.unsupported  # items the answer could not rest on its lines
                 refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:
                     advance_watermark(

@@ -82,7 +82,8 @@ def extract_batch_requests(
                 if call.input_hash in waiting or cached_answer(ledger, call, ExtractionOutput) is not None:
                     continue
                 body = gateway.request_body(litellm, model, messages, ExtractionOutput)
-                requests.append(BatchRequest(call, body, max(m.event_at for m in batch)))
+                context = {"lines": {m.message_id: m.content for m in batch}}
+                requests.append(BatchRequest(call, body, max(m.event_at for m in batch), context))
     return requests
 
 

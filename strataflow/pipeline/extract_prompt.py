@@ -17,7 +17,9 @@ from strataflow.llm.tokens import count_tokens
 from strataflow.pipeline.scopes import ScopeMessage
 
 STAGE = "extract"
-PROMPT_VERSION = "extract-v2"  # v2: the assistant turn before each user turn travels as context
+# v2: the assistant turn before each user turn travels as context; v3: the example is a line and its answer,
+# so a small model sees where an id comes from instead of copying the example's id (Qwen2.5 0.5B did).
+PROMPT_VERSION = "extract-v3"
 EXTRACT_ROLES = frozenset({"user"})  # memory is about what the subject said; other roles are context only
 CONTEXT_ROLES = frozenset({"assistant"})
 CONTEXT_CHARS = 400  # an assistant turn is context: its first CONTEXT_CHARS characters are enough
@@ -50,9 +52,18 @@ Rules:
 - importance 0-100 (fact 70, preference 60, intent 80 by default); confidence 0-1.
 - source_message_ids: the ids from <messages> that state the item (at least one).
 
-Reply with only one JSON object, no prose:
+Reply with only one JSON object, no prose. For example, if <messages> held only the two lines
+{{"id": 901, "role": "user", "time": "2026-01-05T09:00:00+00:00", "text": "我今年32岁，在杭州做产品经理"}}
+{{"id": 902, "role": "user", "time": "2026-01-05T09:01:00+00:00", "text": "I'm a nurse and I keep two cats."}}
+the answer would be
 {{"items": [{{"kind": "fact", "key": "age", "value": 32, "statement": "我今年32岁", "category": "basic",
-"importance": 70, "confidence": 0.95, "approximate": false, "source_message_ids": [12]}}]}}
+"importance": 70, "confidence": 0.95, "approximate": false, "source_message_ids": [901]}},
+{{"kind": "fact", "key": "location", "value": "杭州", "statement": "在杭州", "category": "basic",
+"importance": 70, "confidence": 0.9, "approximate": false, "source_message_ids": [901]}},
+{{"kind": "fact", "key": "job_title", "value": "nurse", "statement": "I'm a nurse", "category": "career",
+"importance": 70, "confidence": 0.95, "approximate": false, "source_message_ids": [902]}}]}}
+Those lines are only an example: extract from the lines of <messages> below, in their language, citing
+their ids.
 An empty list is a valid answer: {{"items": []}}"""
 
 

@@ -128,3 +128,28 @@ def test_one_scope_repaired_and_one_still_invalid_ends_completed_with_errors_nam
     again = CliRunner().invoke(app, ["extract", "--namespace", namespace])
     assert again.exit_code == 1 and "every unit (1) failed" in again.output, again.output
     assert answers == {"good": 2, "bad": 4}
+
+
+def test_an_answer_keeps_only_the_items_that_rest_on_the_prompts_lines() -> None:
+    lines = {5: "I moved to Lisbon in March and I work as a data engineer.", 6: "我今年35岁，在上海工作。"}
+
+    def item(key: str, value: object, statement: str, cites: int) -> dict[str, object]:
+        return {
+            "kind": "fact",
+            "key": key,
+            "value": value,
+            "statement": statement,
+            "source_message_ids": [cites],
+        }
+
+    answer = {"items": [
+        item("location", "Lisbon", "moved to Lisbon", 5),
+        item("age", 32, "我今年32岁", 5),  # the instructions' example, copied: not what line 5 says
+        item("age", 35, "我今年35岁", 6),
+        item("age", 32, "I am 32", 12),  # no such line
+    ]}  # fmt: skip
+    parsed = ExtractionOutput.model_validate_json(json.dumps(answer), context={"lines": lines})
+    assert [(i.key, i.value) for i in parsed.items] == [("location", "Lisbon"), ("age", 35)]
+    assert parsed.unsupported == 2
+    cached = ExtractionOutput.model_validate(answer)  # no context (a cached answer): nothing checked
+    assert len(cached.items) == 4 and cached.unsupported == 0
