@@ -30,6 +30,7 @@ for _var in ("DATABASE_URL", "STRATAFLOW_DATABASE_URL", "PREFECT_API_URL"):
 
 from strataflow.config import Settings, load_settings  # noqa: E402
 from strataflow.db.engine import dispose_engines, engine_for  # noqa: E402
+from tests.fixtures.http_replies import send_json  # noqa: E402
 
 # The tests are laid out like the code (tests/db, tests/ingest, tests/llm, tests/memory, tests/retrieval,
 # tests/ops, tests/service, tests/tasks, tests/flows, ...); the fixtures several of them share live in
@@ -129,12 +130,7 @@ class ScriptedLLMServer:
                 else:
                     kind = "rate_limit" if status == 429 else "server_error"
                     payload = {"error": {"message": content, "type": kind}}
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, payload, status)
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -223,25 +223,27 @@ def test_a_heavy_requests_deadline_never_reaches_the_connections_next_request(
             time.sleep(2.2)  # past the 2 s deadline of the request before
 
 
-def test_a_mem0_add_embeds_its_messages_before_it_takes_a_connection(
-    api_url: str,
-    engine: Engine,
-    settings: Settings,
-    tenants: dict[str, Tenant],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def pool_at_encode(engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pooled connections checked out at each encode of the process's MiniLM (the real model, which
+    the in-process API encodes with); the first entry is the count before the test's request."""
     from strataflow.llm.embeddings import get_embedder
 
-    embedder = get_embedder(settings)  # the process's MiniLM, which the in-process API encodes with
+    embedder = get_embedder(settings)
     encode = embedder.encode
-    held: list[int] = []
+    held: list[int] = [engine.pool.checkedout()]  # type: ignore[attr-defined]
 
     def observed(texts: Any) -> Any:
         held.append(engine.pool.checkedout())  # type: ignore[attr-defined]
         return encode(texts)
 
     monkeypatch.setattr(embedder, "encode", observed)
-    before = engine.pool.checkedout()  # type: ignore[attr-defined]
+    return held
+
+
+def test_a_mem0_add_embeds_its_messages_before_it_takes_a_connection(
+    api_url: str, tenants: dict[str, Tenant], pool_at_encode: list[int]
+) -> None:
     tag = uuid.uuid4().hex[:8]
     body = {"messages": [{"role": "user", "content": f"I grow {plant} on the balcony ({tag})."}
                          for plant in ("basil", "mint", "chillies")],  # fmt: skip
@@ -250,32 +252,16 @@ def test_a_mem0_add_embeds_its_messages_before_it_takes_a_connection(
                         headers={"Authorization": f"Token {tenants['alpha'].key}"})  # fmt: skip
     assert answer.status_code == 200, answer.text
     assert [r["event"] for r in answer.json()["results"]] == ["ADD"] * 3
+    before, *held = pool_at_encode
     assert held == [before], f"encoded once, for the three texts, with {held} connections checked out"
 
 
 def test_a_saved_entry_is_embedded_before_the_request_takes_a_connection(
-    api_url: str,
-    engine: Engine,
-    settings: Settings,
-    tenants: dict[str, Tenant],
-    monkeypatch: pytest.MonkeyPatch,
+    api_url: str, tenants: dict[str, Tenant], pool_at_encode: list[int]
 ) -> None:
-    from strataflow.llm.embeddings import get_embedder
-
-    embedder = get_embedder(settings)
-    encode = embedder.encode
-    held: list[int] = []
-    monkeypatch.setattr(
-        embedder, "encode", lambda texts: held.append(engine.pool.checkedout()) or encode(texts)
-    )  # type: ignore[attr-defined]
-    before = engine.pool.checkedout()  # type: ignore[attr-defined]
     tag = uuid.uuid4().hex[:8]
-    entry = {
-        "subject": f"entry_{tag}",
-        "type": "user",
-        "name": f"tea {tag}",
-        "content": f"Drinks tea ({tag}).",
-    }
+    entry = {"subject": f"entry_{tag}", "type": "user", "name": f"tea {tag}", "content": f"Tea ({tag})."}
     answer = tenants["alpha"].client(api_url).post("/v1/memories", json=entry)
     assert answer.status_code == 201, answer.text
+    before, *held = pool_at_encode
     assert held == [before], f"encoded with {held} connections checked out"
