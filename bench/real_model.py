@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -129,7 +130,8 @@ def run_cases(settings: Settings, prompt_version: str) -> tuple[int, int, float]
     hit = total = 0
     started = time.monotonic()
     for number, (case_id, texts, expected) in enumerate(CASES, start=1):
-        prompt = build_extract_messages(case_messages(texts), [])
+        messages = case_messages(texts)
+        prompt = build_extract_messages(messages, [])
         t0 = time.monotonic()
         try:
             output = gateway.complete(
@@ -140,6 +142,7 @@ def run_cases(settings: Settings, prompt_version: str) -> tuple[int, int, float]
                 namespace=NAMESPACE,
                 subject_id=case_id,
                 fresh=True,
+                context={"lines": {m.message_id: m.content for m in messages}},  # as the stage validates
             )
             values = [v for item in output.items for v in flat_values(item.value)]
         except LLMError as exc:
@@ -181,6 +184,9 @@ def main() -> None:
     migrations.upgrade(engine_for(settings))
     server: subprocess.Popen[bytes] | None = None
     url = args.api_base
+    # litellm's OpenAI client wants a key even for a local server, which ignores it (without one every
+    # request failed as HTTP 500 before it was sent)
+    os.environ.setdefault("OPENAI_API_KEY", "local")
     if url is None:
         path = local_model.assemble(settings.home)
         command = local_model.serve_command(path, "127.0.0.1", free_port())
