@@ -39,6 +39,7 @@ RESULT_FIELDS = ("llm_calls", "tokens", "cost_usd", "units_failed", "scopes", "m
 Observer = Callable[[str, float], None]
 
 _tracer: Any = None
+_processor: Any = None  # the span processor configure_tracing added (shut down by flush_and_stop)
 _observers: list[Observer] = []
 
 
@@ -49,7 +50,7 @@ def namespace_hash(namespace: str) -> str:
 
 def configure_tracing(endpoint: str | None, service: str, protocol: str = "http/protobuf") -> bool:
     """Export spans over OTLP when an endpoint is configured; True when tracing is on. Idempotent."""
-    global _tracer
+    global _tracer, _processor
     if _tracer is not None:
         return True
     if not endpoint:
@@ -74,7 +75,8 @@ def configure_tracing(endpoint: str | None, service: str, protocol: str = "http/
     else:
         provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
         trace.set_tracer_provider(provider)
-    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=1000))
+    _processor = BatchSpanProcessor(exporter, schedule_delay_millis=1000)
+    provider.add_span_processor(_processor)
     _tracer = trace.get_tracer(TRACER_NAME)
     logger.info("exporting OpenTelemetry spans to %s", endpoint)
     return True
@@ -108,16 +110,15 @@ def tracing_enabled() -> bool:
 
 
 def flush_and_stop() -> None:
-    """Export what is buffered and stop tracing in this process (spans become no-ops again)."""
-    global _tracer
+    """Export what is buffered and stop tracing in this process (spans become no-ops again). The processor
+    is shut down too: left on the global provider, it would try its exporter again at the process's exit,
+    and others' spans (Prefect's) would go to an endpoint that may be gone."""
+    global _tracer, _processor
     if _tracer is None:
         return
-    from opentelemetry import trace
-
-    provider: Any = trace.get_tracer_provider()
-    if hasattr(provider, "force_flush"):
-        provider.force_flush()
-    _tracer = None
+    if _processor is not None:
+        _processor.shutdown()  # exports what it holds first
+    _tracer = _processor = None
 
 
 @contextmanager
