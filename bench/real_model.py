@@ -40,7 +40,7 @@ from strataflow.db.engine import engine_for
 from strataflow.hashes import content_hash
 from strataflow.llm import local_model
 from strataflow.llm.gateway import LLMError, LLMGateway
-from strataflow.pipeline.extract_prompt import PROMPT_VERSION, STAGE, build_extract_messages
+from strataflow.pipeline.extract_prompt import PROMPT_VERSION, STAGE, answer_context, build_extract_messages
 from strataflow.pipeline.scopes import ScopeMessage
 
 NAMESPACE = "bench_real_model"
@@ -142,7 +142,7 @@ def run_cases(settings: Settings, prompt_version: str) -> tuple[int, int, float]
                 namespace=NAMESPACE,
                 subject_id=case_id,
                 fresh=True,
-                context={"lines": {m.message_id: m.content for m in messages}},  # as the stage validates
+                context=answer_context(messages),  # validated as the stage validates
             )
             values = [v for item in output.items for v in flat_values(item.value)]
         except LLMError as exc:

@@ -14,7 +14,12 @@ from models.results import BatchResult, ExtractResult
 from strataflow.config import Settings
 from strataflow.llm.batch import BatchCollected
 from strataflow.pipeline.extract import STAGE, extract_new
-from strataflow.pipeline.extract_batch import batch_states, collect_ended_batches, submit_extract_batch
+from strataflow.pipeline.extract_batch import (
+    batch_states,
+    collect_ended_batches,
+    submit_extract_batch,
+    waiting_batches,
+)
 from strataflow.pipeline.runs import raise_if_all_failed
 
 
@@ -72,14 +77,13 @@ def extract_batches(settings: Settings, run_id: uuid.UUID, namespace: str | None
     waiting = wait_for_extract_batches_task.with_options(
         retries=polls, retry_delay_seconds=settings.llm_batch_poll_s
     )
-    waited = waiting(settings, return_state=True)
-    if not waited.is_completed():  # still running after the wait: collected by the next run
-        result.batches_waiting = sum(not state.ended for state in batch_states(settings))
+    waiting(settings, return_state=True)  # a batch still running after the wait is not a failure: see below
     for collected in collect_extract_batches_task(settings):
         result.batches_collected += 1
         result.answered += collected.answered
         result.invalid += collected.invalid
         result.missing += collected.missing
+    result.batches_waiting = waiting_batches(settings)  # still running: collected by the next run
     return result
 
 

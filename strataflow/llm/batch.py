@@ -63,6 +63,14 @@ SELECT_OPEN = text(
     order by submitted_at
     """
 )
+SELECT_ENDED = text(
+    """
+    select batch_id from llm_batches
+    where provider = :provider and stage = :stage and model = :model
+        and status in ('completed', 'failed', 'expired', 'cancelled')
+    order by submitted_at
+    """
+)
 SELECT_PENDING_HASHES = text(
     """
     select r.value->>'input_hash' from llm_batches as b, jsonb_each(b.requests) as r
@@ -219,6 +227,13 @@ def open_batches(settings: Settings, engine: Engine, stage: str, model: str) -> 
     params = {"provider": provider_name(settings), "stage": stage, "model": model}
     with engine.connect() as conn:
         return [row[0] for row in conn.execute(SELECT_OPEN, params)]
+
+
+def ended_batches(settings: Settings, engine: Engine, stage: str, model: str) -> list[str]:
+    """Batches whose end `refresh` has recorded and that are not collected yet (oldest first)."""
+    params = {"provider": provider_name(settings), "stage": stage, "model": model}
+    with engine.connect() as conn:
+        return [row[0] for row in conn.execute(SELECT_ENDED, params)]
 
 
 def pending_hashes(settings: Settings, engine: Engine, stage: str, model: str) -> set[str]:

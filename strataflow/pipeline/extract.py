@@ -53,6 +53,7 @@ from strataflow.pipeline.extract_prompt import (
     EXTRACT_SYSTEM,
     PROMPT_VERSION,
     STAGE,
+    answer_context,
     batch_cache_key,
     build_extract_messages,
     chunk_messages,
@@ -204,7 +205,7 @@ def _extract_scope(
                 cache_key=batch_cache_key(batch),
                 fresh=recompute is not None and recompute.force,
                 event_at=max(m.event_at for m in batch),
-                context={"lines": {m.message_id: m.content for m in batch}},
+                context=answer_context(batch),
             )
             last = index == len(work.batches) - 1
             position = max(m.ingest_seq for m in (work.messages if last else batch))

@@ -7,8 +7,9 @@ flow's tasks alike:
    watermark, built by the same prompt code, with the same cache identity), minus those already answered
    (llm_cache) or waiting in a submitted batch, go to the provider as one batch (strataflow.llm.batch);
 2. `wait_for_batches` / `batch_states`: poll until the provider reports every open batch ended (the flow
-   polls with task retries, the CLI with a loop and a progress line);
-3. `collect_ended_batches`: each ended batch's answers into llm_cache and llm_calls at the batch price;
+   polls with task retries, the CLI with a loop and a progress line), each end recorded in llm_batches;
+3. `collect_ended_batches`: each batch recorded as ended has its answers read into llm_cache and llm_calls
+   at the batch price;
    then `extract_new(..., answers_only=True)` applies them through `apply_extracted`, with the usual locks and
    watermarks. A scope whose answer is missing (a request that failed, a batch that expired) is deferred:
    counted in the result, named in its errors, its watermark left where it was, and sent by the next run.
@@ -35,6 +36,7 @@ from strataflow.llm.batch import (
     BatchRequest,
     BatchState,
     collect,
+    ended_batches,
     open_batches,
     pending_hashes,
     refresh,
@@ -43,7 +45,13 @@ from strataflow.llm.batch import (
 )
 from strataflow.llm.ledger import cached_answer
 from strataflow.pipeline.extract import existing_keys, scope_work, scopes_to_extract
-from strataflow.pipeline.extract_prompt import PROMPT_VERSION, STAGE, batch_cache_key, build_extract_messages
+from strataflow.pipeline.extract_prompt import (
+    PROMPT_VERSION,
+    STAGE,
+    answer_context,
+    batch_cache_key,
+    build_extract_messages,
+)
 from strataflow.pipeline.stage_loop import stage_gateway
 
 
@@ -82,8 +90,8 @@ def extract_batch_requests(
                 if call.input_hash in waiting or cached_answer(ledger, call, ExtractionOutput) is not None:
                     continue
                 body = gateway.request_body(litellm, model, messages, ExtractionOutput)
-                context = {"lines": {m.message_id: m.content for m in batch}}
-                requests.append(BatchRequest(call, body, max(m.event_at for m in batch), context))
+                event_at = max(m.event_at for m in batch)
+                requests.append(BatchRequest(call, body, event_at, answer_context(batch)))
     return requests
 
 
@@ -125,10 +133,13 @@ def wait_for_batches(
 
 
 def collect_ended_batches(settings: Settings) -> list[BatchCollected]:
-    """Collect every extraction batch the provider has ended into llm_cache and llm_calls."""
+    """Collect every extraction batch whose end the last poll recorded into llm_cache and llm_calls (no
+    second round trip to the provider: wait_for_batches or the flow's wait task has just asked it)."""
     engine, ledger = engine_for(settings), ledger_engine_for(settings)
-    done = []
-    for state in batch_states(settings):
-        if state.ended:
-            done.append(collect(settings, engine, ledger, state.batch_id, ExtractionOutput))
-    return done
+    ended = ended_batches(settings, engine, STAGE, batch_model(settings))
+    return [collect(settings, engine, ledger, batch_id, ExtractionOutput) for batch_id in ended]
+
+
+def waiting_batches(settings: Settings) -> int:
+    """Extraction batches not collected yet (after collect_ended_batches: those still running)."""
+    return len(open_batches(settings, engine_for(settings), STAGE, batch_model(settings)))

@@ -136,6 +136,11 @@ def build_extract_messages(batch: list[ScopeMessage], existing_keys: list[str]) 
     return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": "\n".join(blocks)}]
 
 
+def answer_context(batch: list[ScopeMessage]) -> dict[str, Any]:
+    """The validation context of a batch's answer (models/llm.py ExtractionOutput): its lines by id."""
+    return {"lines": {m.message_id: m.content for m in batch}}
+
+
 def batch_cache_key(batch: list[ScopeMessage]) -> str:
     """The identity of a batch's work: its message ids and content hashes, in order."""
     return json.dumps([[m.message_id, m.content_hash] for m in batch])
