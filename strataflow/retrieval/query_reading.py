@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from strataflow.llm.embeddings import CJK_LETTER
 from strataflow.timeutil import WEEK, day_bounds, week_bounds, week_start
 
 MONTHS = (
@@ -151,9 +152,6 @@ _THIRD_PERSON = re.compile(
 )
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-
-
 def without_subject(query: str, subject_id: str | None) -> str:
     """The query for its embedding in a search within one subject: without the subject's own names (the
     words of its id: "dora" for "Dora's", "marek_oduya" for "Marek") and third-person pronouns (he, her,
@@ -167,8 +165,8 @@ def without_subject(query: str, subject_id: str | None) -> str:
     names = sorted(set(re.findall(r"[^\W\d_]{2,}", subject_id)), key=len, reverse=True)
     stripped = query
     for name in names:  # a CJK name is written without spaces around it: matched anywhere
-        edge = "" if _CJK.search(name) else r"(?<![^\W\d_])"
-        tail = "" if _CJK.search(name) else r"(['’]s)?(?![^\W\d_])\s*"
+        edge = "" if CJK_LETTER.search(name) else r"(?<![^\W\d_])"
+        tail = "" if CJK_LETTER.search(name) else r"(['’]s)?(?![^\W\d_])\s*"
         stripped = re.sub(edge + re.escape(name) + tail, "", stripped, flags=re.IGNORECASE)
     stripped = re.sub(r"\s{2,}", " ", _THIRD_PERSON.sub("", stripped)).strip()
     return stripped if re.search(r"\w", stripped) else query

@@ -161,10 +161,11 @@ def _ranked_hits(
     # The query's embedding is computed while the scope's rows are read (both wait on something else).
     owned = query_embedding is None  # a Future the caller passed may have other readers: never cancelled
     pending: Future[np.ndarray] | None = None
+    pending_text = without_subject(query, params["subject_id"])  # what start_embedding embeds
     if isinstance(query_embedding, Future):
         pending, query_embedding = query_embedding, None
     elif query_embedding is None:
-        pending = start_embedding(settings, query, params["subject_id"])
+        pending = start_embedding(settings, pending_text)
     extra = LINEAGE_LAYERS if lineage and "messages" in wanted else ()
     read = tuple(dict.fromkeys(wanted + extra))
     by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
@@ -173,7 +174,6 @@ def _ranked_hits(
     text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
     reading = _reading(query, settings, by_layer, now, params["subject_id"])
     lexemes = list(conn.execute(layer_sql.QUERY_LEXEMES, params).scalar() or [])
-    pending_text = without_subject(query, params["subject_id"])  # what start_embedding embeds
     dense = without_speakers(pending_text, reading.speakers) if reading.speakers else pending_text
     params["qvec"] = _query_vector(settings, pending_text, dense, pending, query_embedding, owned)
     params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, dense, by_layer, bool(approximate), params)
