@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Path, Query, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
 from strataflow.memory.adapters import Filter, FilterError, FilterTooLarge, app_of, parse_filters
-from strataflow.service.deps import Opener, bearer_token, opener_for, require_writer
+from strataflow.service.deps import Opener, XNamespace, bearer_token, opener_for, require_writer
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_schemas import Mem0Filter
@@ -45,9 +45,7 @@ def api_key(authorization: str | None) -> str | None:
 def open_session(
     request: Request,
     authorization: Annotated[str | None, Depends(TOKEN)],
-    x_namespace: Annotated[
-        str | None, Header(max_length=512, description="the namespace, when the key's role has several")
-    ] = None,
+    x_namespace: XNamespace = None,
 ) -> Iterator[tuple[Connection, Caller]]:
     sessions: Sessions = request.app.state.sessions
     with sessions.open(api_key(authorization), x_namespace) as session:
@@ -57,9 +55,7 @@ def open_session(
 def open_writer(
     request: Request,
     authorization: Annotated[str | None, Depends(TOKEN)],
-    x_namespace: Annotated[
-        str | None, Header(max_length=512, description="the namespace, when the key's role has several")
-    ] = None,
+    x_namespace: XNamespace = None,
 ) -> tuple[Opener, Caller]:
     """(opener of the request's write transactions, caller), for a route that embeds before it writes: the
     key is checked now, and no connection is held until the route opens one (deps.writer_opener)."""
