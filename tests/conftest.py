@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ for _var in ("DATABASE_URL", "STRATAFLOW_DATABASE_URL", "PREFECT_API_URL"):
 
 from strataflow.config import Settings, load_settings  # noqa: E402
 from strataflow.db.engine import dispose_engines, engine_for  # noqa: E402
-from tests.fixtures.http_replies import send_json  # noqa: E402
+from tests.fixtures.http_replies import QuietHandler, chat_completion, on_loopback, send_json  # noqa: E402
 
 # The tests are laid out like the code (tests/db, tests/ingest, tests/llm, tests/memory, tests/retrieval,
 # tests/ops, tests/service, tests/tasks, tests/flows, ...); the fixtures several of them share live in
@@ -113,31 +111,20 @@ class ScriptedLLMServer:
         self.fallback: Callable[[dict[str, Any]], str] = lambda body: '{"items": []}'
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
                 server.authorizations.append(self.headers.get("Authorization", ""))
                 status, content = server.script.pop(0) if server.script else (200, server.fallback(body))
                 if status == 200:
-                    payload: dict[str, Any] = {
-                        "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
-                        "model": body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": content}}],
-                        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-                    }  # fmt: skip
+                    payload = chat_completion(len(server.requests), body["model"], content, 100, 20)
                 else:
                     kind = "rate_limit" if status == 429 else "server_error"
                     payload = {"error": {"message": content, "type": kind}}
                 send_json(self, payload, status)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.httpd, self.url, self.thread = on_loopback(Handler)
 
     def prompt_of(self, index: int) -> str:
         return "\n".join(m["content"] for m in self.requests[index]["messages"])
