@@ -173,11 +173,26 @@ QUERY_CTE = (
 # The query's own lexemes (English stems, Chinese words): what a row's coverage is counted against.
 QUERY_LEXEMES = text(f"{QUERY_CTE} select lexemes from ql")
 # Each row is compared with the query's vector of the row's own model: :qvec_cjk for rows of :cjk_model (the
-# CJK embedder, when one is configured), :qvec for the others.
+# CJK embedder, when one is configured), :qvec for the others. A statement (every layer but the turns) has its
+# hubness taken off, its inner product with the model's question centroid (:qcent, :qcent_cjk; a zero vector
+# for a model that is not centred), less a typical statement's (:qhub, :qhub_cjk):
+# strataflow.retrieval.question_centroid.
 _SIMILARITY = (
     "case when {embedding} is null then null when {model} = cast(:cjk_model as text) "
-    "then 1 - ({embedding} <=> :qvec_cjk) else 1 - ({embedding} <=> :qvec) end"
+    "then 1 - ({embedding} <=> :qvec_cjk){hub_cjk} else 1 - ({embedding} <=> :qvec){hub} end"
 )
+
+
+def similarity_sql(layer: str) -> str:
+    """A row of `layer`'s similarity to the query (see _SIMILARITY); `<#>` is the negated inner product."""
+    s = LAYER_SQL[layer]
+    if layer == "messages":
+        return _SIMILARITY.format(embedding=s["embedding"], model=s["model"], hub="", hub_cjk="")
+    hub = f" + ({s['embedding']} <#> :qcent) + :qhub"
+    hub_cjk = f" + ({s['embedding']} <#> :qcent_cjk) + :qhub_cjk"
+    return _SIMILARITY.format(embedding=s["embedding"], model=s["model"], hub=hub, hub_cjk=hub_cjk)
+
+
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
 AGENT_FILTER = visible_to_agent("i")
 
@@ -209,7 +224,7 @@ def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap", meta:
     time of reading a scope of a few thousand rows."""
     s = LAYER_SQL[layer]
     where = filters(layer, scope) + (f" and {s['id']} = any(:ids_{layer})" if by_ids else "")
-    sim = _SIMILARITY.format(embedding=s["embedding"], model=s["model"]) if by_ids else "null::float8"
+    sim = similarity_sql(layer) if by_ids else "null::float8"
     return f"""(select '{layer}'::text as layer, {s["id"]} as id, {s["group"]} as grp,
              {s["time"]} as event_at, {s["text"]} as body,
             {s["meta"] if meta else "null::jsonb"} as meta, {s["speaker"]} as speaker,
@@ -240,7 +255,7 @@ def similarities_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
     id: 3x the time of reading the scope again)."""
     selects = " union all ".join(
         f"(select '{layer}'::text as layer, {s['id']} as id, "
-        f"{_SIMILARITY.format(embedding=s['embedding'], model=s['model'])} as sim, {s['model']} as model "
+        f"{similarity_sql(layer)} as sim, {s['model']} as model "
         f"from {s['from']} where {filters(layer, scope)})"
         for layer in layers
         for s in (LAYER_SQL[layer],)

@@ -8,10 +8,11 @@ bounded evidence, each term in logit units:
 
     z = dense + LEXICAL x coverage + speaker + time + period + lineage,    score = 1 / (1 + e^-z)
 
-- dense: the cosine similarity to the query's embedding, calibrated per embedding model
+- dense: the cosine similarity to the query's embedding (for a statement, an item, report or chunk, less
+  its hubness: strataflow.retrieval.question_centroid), calibrated per embedding model
   (`DenseCalibration`: the cosine at which a memory alone scores 0.5, and the logit per unit of cosine;
   a model with compressed cosines gets a steeper slope). A query that names the subject searched is
-  embedded without the name, and the model's `reference` (what the name adds to every row) is added back,
+  embedded without the name, and ``SUBJECT_REFERENCE`` (what the name adds to every row) is added back,
   so the name never decides between the subject's rows and the score keeps its scale. For a turn,
   ``DENSE_NEIGHBOUR`` of the mean of the adjacent turns' similarities (same session) is added first: a
   short reply borrows the meaning of the turn it answers;
@@ -56,20 +57,30 @@ class DenseCalibration:
     center: float  # the cosine at which a row with no other evidence scores 0.5
     slope: float  # logit units per unit of cosine
     words: float = 1.0  # share of the word weight (coverage) its rows get
-    reference: float = 0.0  # the cosine a mention of the subject adds to each of its rows (see `rank`)
 
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The center of a model lies, on bench.facts' fit subjects, between the best cosine an unrelated query reached
+# and the lowest a right answer had (with the subject reference below), so that 0.5 separates them; the
+# holdout subjects check it (docs/retrieval-quality.md). The slope is the spread of the model's cosines: what
+# a clear difference in meaning is worth.
 CALIBRATION: dict[str, DenseCalibration] = {
-    # MiniLM: paraphrased right answers 0.45-0.8 (with their words: 0.8 and up), unrelated queries below 0.2.
-    # The subject's name in the query ("What pets does Dora have?") adds 0.35 to the cosine of every row
-    # that names Dora (the median gain over the fit subjects of bench.facts, whose facts name them).
-    DEFAULT_MODEL: DenseCalibration(center=0.4, slope=8.0, reference=0.35),
-    # multilingual-e5-small (the CJK embedder): compressed, right answers 0.80-0.95, unrelated up to 0.82;
-    # a pronoun (她) adds 0.015. Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by
-    # meaning alone.
-    "multilingual-e5-small": DenseCalibration(center=0.83, slope=40.0, words=0.0, reference=0.015),
+    # MiniLM: paraphrased right answers 0.45-0.8 (with their words: 0.8 and up), unrelated queries below 0.4
+    # (statements centred: strataflow.retrieval.question_centroid). The midpoint is 0.42; 0.4 is kept, inside
+    # the gap, because 0.42 lowered the items' lineage lift and cost LoCoMo 0.1 point at every k.
+    DEFAULT_MODEL: DenseCalibration(center=0.4, slope=8.0),
+    # multilingual-e5-small (the CJK embedder): compressed, right answers 0.81-0.90 on the Chinese facts,
+    # unrelated queries up to 0.86 (fit subjects: 0.818 + 0.07 of reference and 0.8625: midpoint 0.875).
+    # Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by meaning alone.
+    "multilingual-e5-small": DenseCalibration(center=0.875, slope=40.0, words=0.0),
 }
+# A query that refers to the subject searched (their name, or he / she / 她 within their memory) is about
+# them: every row of the subject gets this much, in logit units, whatever the model. It is what the name adds
+# to a row's similarity when it is left in the query, measured on bench.facts' English fit subjects: 3.1
+# logits under MiniLM (0.38 of cosine), 2.7 under multilingual-e5-small (0.068); a pronoun, which names the
+# subject as surely, adds almost nothing to either embedding (0.015 of e5 cosine in Chinese) and counts the
+# same as a name. Set at MiniLM's earlier 0.35 of cosine.
+SUBJECT_REFERENCE = 2.8
 WINDOW = 2  # neighbouring turns on each side that share a turn's words
 SESSION_GAP = timedelta(hours=1)  # adjacent turns further apart than this are different sessions
 DENSE_NEIGHBOUR = 0.25  # share of the adjacent turns' mean similarity added to a turn's own (cosine units)
@@ -216,7 +227,7 @@ def rank(
     # Each row's cosine in the default model's units, so that neighbours of different models can be mixed.
     # A query that names the subject searched is embedded without the name (query_reading.without_subject:
     # left in, it decides between the subject's rows by who names them); the match it made with every row
-    # is given back as the model's `reference`, the same for each row, so the score keeps its meaning.
+    # is given back as SUBJECT_REFERENCE, the same for each row, so the score keeps its meaning.
     named = reading is not None and reading.names_subject
     dense = np.array([_in_default_units(r.similarity, r.model, named) for r in ordered], dtype=np.float64)
     if windowed:
@@ -231,10 +242,10 @@ def rank(
 
 
 def _in_default_units(similarity: float | None, model: str | None, named: bool = False) -> float:
-    """A model's cosine (plus its `reference` when the query named the subject) mapped onto the default
+    """A model's cosine (plus SUBJECT_REFERENCE when the query named the subject) mapped onto the default
     model's scale (same logit), or 0 without an embedding."""
     if similarity is None:
         return 0.0
     cal, default = calibration(model), CALIBRATION[DEFAULT_MODEL]
-    similarity += cal.reference if named else 0.0
+    similarity += SUBJECT_REFERENCE / cal.slope if named else 0.0
     return default.center + (similarity - cal.center) * cal.slope / default.slope

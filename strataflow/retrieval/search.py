@@ -50,6 +50,7 @@ from strataflow.retrieval import layer_sql, wide
 from strataflow.retrieval.layer_sql import LAYERS, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers, without_subject
+from strataflow.retrieval.question_centroid import question_centroid
 from strataflow.retrieval.ranking import Candidate, rank
 from strataflow.textsearch import or_query_parts
 
@@ -177,6 +178,10 @@ def _ranked_hits(
     dense = without_speakers(pending_text, reading.speakers) if reading.speakers else pending_text
     params["qvec"] = _query_vector(settings, pending_text, dense, pending, query_embedding, owned)
     params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, dense, by_layer, bool(approximate), params)
+    params["qcent"], params["qhub"] = question_centroid(settings, settings.embedding_model)
+    params["qcent_cjk"], params["qhub_cjk"] = question_centroid(
+        settings, params["cjk_model"] or settings.embedding_model
+    )
     similarity = _similarities(conn, [layer for layer in read if exact[layer]], scope, by_layer, params)
     if approximate:  # score the candidates (and, for messages, their neighbours) instead of the scope
         found = wide.candidate_rows(conn, approximate, scope, params, k, text_ids)

@@ -14,6 +14,7 @@ from strataflow.retrieval.ranking import (
     LEXICAL_WEIGHT,
     PERIOD_WEIGHT,
     SPEAKER_WEIGHT,
+    SUBJECT_REFERENCE,
     TIME_WEIGHT,
     Candidate,
     absolute_score,
@@ -129,7 +130,7 @@ def test_a_query_naming_the_subject_gets_the_reference_back_on_every_row_without
     plain = {c.id: c.score for c in rank([turn(1, {}, sim=0.30), turn(2, {}, sim=0.25)], [], windowed=False)}
     named = rank(rows, [], windowed=False, reading=QueryReading(names_subject=True))
     assert [c.id for c in named] == [1, 2]  # the same order: the reference is the same for every row
-    reference = CALIBRATION[DEFAULT_MODEL].reference
+    reference = SUBJECT_REFERENCE / CALIBRATION[DEFAULT_MODEL].slope
     assert reference > 0
     for c in named:  # and worth exactly the model's reference in cosine
         assert c.score > plain[c.id]
