@@ -55,11 +55,14 @@ ROUTERS = (
 
 
 def warm_up(settings: Settings) -> None:
-    """Load what the first request would otherwise wait for: the embedding model and the token counter."""
+    """Load what the first request would otherwise wait for: the embedding model, its question centroid
+    (strataflow.retrieval.question_centroid: 96 short texts encoded once) and the token counter."""
     from strataflow.llm.embeddings import get_embedder
     from strataflow.retrieval.context_budget import count_tokens
+    from strataflow.retrieval.question_centroid import question_centroid
 
     get_embedder(settings).encode(["warm up"])
+    question_centroid(settings, settings.embedding_model)
     count_tokens("warm up")
 
 
