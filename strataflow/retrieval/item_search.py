@@ -13,7 +13,7 @@ embedding needed). Both return the one row type of the memory API (models.memory
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import Future
 
 import numpy as np
@@ -60,9 +60,11 @@ def search_memories(
     type: str | None = None,
     limit: int = 10,
     threshold: float | None = None,
+    written_by: Collection[str] | None = None,
 ) -> list[MemoryHit]:
     """The active items the agent sees that best match query (of one subject, or all), best first; `type`
-    (a seed 003 type or a kind) keeps only that kind; `threshold` only those scoring at least that much."""
+    (a seed 003 type or a kind) keeps only that kind; `threshold` only those scoring at least that much;
+    `written_by` only those of these agents (in the search itself: strataflow.retrieval.search)."""
     checked_limit(limit, MAX_SEARCH)
     kind = resolve_type(type)[0] if type else None
     if not query.strip():
@@ -70,6 +72,7 @@ def search_memories(
     found = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
         k=limit * 4 if kind else limit + 1, agent_id=agent_id, metadata=False, threshold=threshold,
+        written_by=written_by,
     )  # fmt: skip
     scores = {hit.id: hit.score for hit in found}
     params = {

@@ -35,7 +35,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -106,6 +106,7 @@ def search(
     now: datetime | None = None,
     metadata: bool = True,
     threshold: float | None = None,
+    written_by: Collection[str] | None = None,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
@@ -119,20 +120,23 @@ def search(
     searched; `now` anchors relative times in the query ("last week"), default the clock; `metadata=False`
     leaves the rows' provenance out of the hits (their ids and scores stay) for a caller that reads the rows
     itself, which saves a round trip. `threshold` keeps only hits that score at least that much (the score
-    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md).
+    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md). `written_by`
+    keeps only items whose agent is one of those (mem0's agent_id filter), in the query that finds them, so
+    that the k best are the k best of those items, not of all the viewer sees.
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
         raise ValueError(f"unknown retrieval layer(s) {unknown}; choose from {list(LAYERS)}")
     if k < 1 or not query.strip():
         return []
-    scope = Scope(subject_id is not None, since is not None, until is not None)
+    scope = Scope(subject_id is not None, since is not None, until is not None, written_by is not None)
     params: dict[str, Any] = {
         "namespace": namespace,
         "subject_id": subject_id,
         "since": since,
         "until": until,
         "agent_id": agent_id,
+        "agents": sorted(written_by) if written_by is not None else None,
         **query_terms(query),
     }
     wanted = tuple(dict.fromkeys(layers))

@@ -154,6 +154,34 @@ def test_every_reader_applies_the_one_visibility_rule(
                 api.update_memory(conn, namespace, item_id, agent_id=viewer, value="changed")
 
 
+def test_an_agent_filter_finds_the_agents_items_among_many_closer_ones(
+    conn: Connection, settings: Settings, namespace: str
+) -> None:
+    # Twelve shared memories about the query's topic and one agent's own, further from it: with limit 3 the
+    # agent's item is not among the 3 best the agent sees, but it is the best of the agent's own.
+    for i in range(12):
+        text = f"The garden at home has {i + 2} beds."
+        api.create_memory(conn, namespace, f"other{i}", "user", f"garden {i}", text, settings=settings)
+    own = api.create_memory(
+        conn,
+        namespace,
+        "u1",
+        "user",
+        "roof",
+        "I keep bees on the roof.",
+        agent_id="gardener",
+        settings=settings,
+    ).item.id
+    query = "What is in the garden at home?"
+    seen = search_memories(conn, settings, namespace, query, agent_id="gardener", limit=3)
+    assert own not in [hit.id for hit in seen]  # the case the filter is for
+    mine = search_memories(
+        conn, settings, namespace, query, agent_id="gardener", limit=3, written_by={"gardener"}
+    )
+    assert [hit.id for hit in mine] == [own]
+    assert search_memories(conn, settings, namespace, query, agent_id="gardener", written_by={"nobody"}) == []
+
+
 def test_only_the_owner_changes_an_agents_item_and_profiles_see_no_private_items(
     conn: Connection, namespace: str, four_owners: dict[str, int]
 ) -> None:

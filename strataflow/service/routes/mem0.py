@@ -241,8 +241,9 @@ def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Res
     for subject, agents in wanted.scopes():
         for viewer in viewers(caller, agents):
             for hit in search_memories(
-                db, settings, caller.namespace, body.query, subject, agent_id=viewer, limit=body.top_k * 3
-            ):
+                db, settings, caller.namespace, body.query, subject, agent_id=viewer, limit=body.top_k * 3,
+                written_by=agents,
+            ):  # fmt: skip
                 scores[hit.id] = max(scores.get(hit.id, 0.0), hit.score)
                 found.append(hit)
     kept = [(item, run) for item, run in memories(db, caller, found, wanted)]
