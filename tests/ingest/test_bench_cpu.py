@@ -56,7 +56,8 @@ def test_cpu_figures_take_the_median_round_and_the_cores_each_phase_kept_busy() 
 
 
 def test_parallel_capacity_is_the_cores_two_processes_get() -> None:
-    capacity = cpu.parallel_capacity(repeats=1)
+    capacity = cpu.parallel_capacity(repeats=3)
     # Two spawned processes over the same loop: about 2 on two free cores, down to about 1 when the machine
-    # is busy or single-core; never more than the cores there are (with a little timing slack).
+    # is busy or single-core; never more than the cores there are (with a little timing slack). The best of
+    # three tries each: with one, a slow lone run under CI measured 2.32 on two cores.
     assert 0.5 <= capacity <= min(2, os.cpu_count() or 1) + 0.3
