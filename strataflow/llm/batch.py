@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, TextClause, text
 
 from strataflow.config import Settings
 from strataflow.llm import lazy
@@ -67,7 +67,7 @@ SELECT_ENDED = text(
     """
     select batch_id from llm_batches
     where provider = :provider and stage = :stage and model = :model
-        and status in ('completed', 'failed', 'expired', 'cancelled')
+        and status = any(cast(:ended as text[]))
     order by submitted_at
     """
 )
@@ -224,16 +224,19 @@ def refresh(settings: Settings, engine: Engine, batch_id: str) -> BatchState:
 def open_batches(settings: Settings, engine: Engine, stage: str, model: str) -> list[str]:
     """Batches of this stage and model at the configured provider not collected yet (oldest first): a run
     collects them, so an answer paid for is never asked again."""
-    params = {"provider": provider_name(settings), "stage": stage, "model": model}
-    with engine.connect() as conn:
-        return [row[0] for row in conn.execute(SELECT_OPEN, params)]
+    return _batch_ids(settings, engine, SELECT_OPEN, stage, model)
 
 
 def ended_batches(settings: Settings, engine: Engine, stage: str, model: str) -> list[str]:
-    """Batches whose end `refresh` has recorded and that are not collected yet (oldest first)."""
-    params = {"provider": provider_name(settings), "stage": stage, "model": model}
+    """Batches whose end `refresh` has recorded (a status in ENDED) and that are not collected yet (oldest
+    first)."""
+    return _batch_ids(settings, engine, SELECT_ENDED, stage, model)
+
+
+def _batch_ids(settings: Settings, engine: Engine, query: TextClause, stage: str, model: str) -> list[str]:
+    params = {"provider": provider_name(settings), "stage": stage, "model": model, "ended": list(ENDED)}
     with engine.connect() as conn:
-        return [row[0] for row in conn.execute(SELECT_ENDED, params)]
+        return [row[0] for row in conn.execute(query, params)]
 
 
 def pending_hashes(settings: Settings, engine: Engine, stage: str, model: str) -> set[str]:

@@ -62,7 +62,7 @@ class Scope(NamedTuple):
     subject: bool = False
     since: bool = False
     until: bool = False
-    agents: bool = False  # items only: written by one of :agents (mem0's agent_id filter, applied in SQL)
+    written_by: bool = False  # items only: of one of the agents :written_by (mem0's agent_id filter)
 
 
 _SPEAKER_DOC = (
@@ -213,8 +213,8 @@ def filters(layer: str, scope: Scope) -> str:
             parts.append(f"{spec['time']} < :until")
     if layer == "items":
         parts.append(AGENT_FILTER)
-        if scope.agents:
-            parts.append("i.agent_id = any(cast(:agents as text[]))")
+        if scope.written_by:
+            parts.append("i.agent_id = any(cast(:written_by as text[]))")
     return " and ".join(parts)
 
 

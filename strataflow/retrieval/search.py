@@ -1,7 +1,8 @@
 """Hybrid, layered retrieval over L1 messages, L2 items, L3 weekly reports and asset chunks.
 
 One search = per layer, the rows in scope (namespace, subject, event-time range, agent for items) with their
-cosine similarity to the query embedding (pgvector ``<=>``) and their term frequencies for the query's
+cosine similarity to the query embedding (pgvector ``<=>``; a statement's less its hubness:
+question_centroid.py) and their term frequencies for the query's
 full-text lexemes (English stemming plus jieba-segmented Chinese, OR query; see layer_sql.py for the text of
 each layer); `strataflow.retrieval.ranking` turns those into one absolute score per row (0..1, a function of
 the query and the row alone): calibrated dense similarity plus bounded boosts for the share of the query's
@@ -136,7 +137,7 @@ def search(
         "since": since,
         "until": until,
         "agent_id": agent_id,
-        "agents": sorted(written_by) if written_by is not None else None,
+        "written_by": sorted(written_by) if written_by is not None else None,
         **query_terms(query),
     }
     wanted = tuple(dict.fromkeys(layers))
