@@ -216,21 +216,31 @@ class Settings(BaseSettings):
         "limit and connection caps use the connecting address.",
     )  # fmt: skip
     api_heavy_per_key: int = Field(
-        1, ge=1, le=64, description="Heavy requests (the searches, lists, adds and bulk deletes of /mem0, "
-        "/v1/store/batch, /v1/memories/search, /v1/user_context) of one API key that run at once per server "
-        "process; more wait (see STRATAFLOW_API_HEAVY_WAIT_S).",
+        1, ge=1, le=64, description="Heavy requests (those whose work grows with what they ask: the fan-out "
+        "searches, lists, adds and bulk deletes of /mem0, /v1/store/batch) of one API key that run at once "
+        "per server process; more wait (see STRATAFLOW_API_HEAVY_WAIT_S).",
     )  # fmt: skip
     api_heavy_per_namespace: int = Field(
-        2, ge=1, le=64, description="Heavy requests of one namespace that run at once per server process, so "
-        "one tenant never holds every database connection.",
+        2, ge=1, le=64, description="Heavy requests of one namespace that run at once per server process "
+        "(and no more than an equal part of the heavy turns while other namespaces want one), so one tenant "
+        "never holds every database connection.",
     )  # fmt: skip
     api_heavy_max_s: float = Field(
-        10.0, gt=0, le=600, description="The database work of one heavy request is bounded to this many "
-        "seconds from its arrival; past it the request is answered 422 (ask for less, or split it).",
+        10.0, gt=0, le=600, description="The work of one heavy request is bounded to this many seconds from "
+        "its arrival, its wait for a turn included; past it the request is answered 422 (ask for less, or "
+        "split it).",
     )  # fmt: skip
     api_heavy_wait_s: float = Field(
-        5.0, ge=0, le=300, description="How long a heavy request waits for its key's and namespace's turn "
-        "(holding no connection) before it is answered 429.",
+        5.0, ge=0, le=300, description="How long a heavy request or a scan waits for a turn (holding no "
+        "connection) before it is answered 429.",
+    )  # fmt: skip
+    api_scan_per_key: int = Field(
+        2, ge=1, le=64, description="Scans (a context, a search, a user context: a query encoded and ranked) "
+        "of one API key that run at once per server process; more wait (STRATAFLOW_API_HEAVY_WAIT_S).",
+    )  # fmt: skip
+    api_scan_max_s: float = Field(
+        5.0, gt=0, le=600, description="The work of one scan is bounded to this many seconds from its "
+        "arrival, its wait for a turn included; past it the request is answered 422.",
     )  # fmt: skip
     api_rate_file: Path | None = Field(
         None, description="Set by `strataflow api`: the file its worker processes share their rate-limit "

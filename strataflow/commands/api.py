@@ -44,6 +44,8 @@ def mcp() -> None:
 
     Example: STRATAFLOW_API_KEY=sf_... STRATAFLOW_HOME=~/.strataflow strataflow mcp
     """
+    import threading
+
     from strataflow import telemetry
     from strataflow.db.engine import engine_for
     from strataflow.service.keys import KeyRejected
@@ -67,8 +69,9 @@ def mcp() -> None:
             raise UserError(
                 f"strataflow mcp: {exc} (STRATAFLOW_API_KEY, database under {settings.home})"
             ) from None
-        server = build_server(settings, sessions, writable=caller.kind == "agent")
+        server = build_server(settings, sessions, writable=caller.writer)
     typer.echo(f"strataflow mcp: key {caller.key_name!r} ({caller.kind} role {caller.role})", err=True)
+    threading.Thread(target=sessions.warm_up, name="warm-up", daemon=True).start()  # while the client waits
     telemetry.configure_from(settings, "strataflow-mcp")  # spans of the tools' memory operations, if asked
     server.run("stdio")
 

@@ -7,17 +7,18 @@ Endpoints are plain `def` functions: FastAPI runs them on its thread pool, so SQ
 the event loop, and `--workers N` adds processes. The OpenAPI reference is at /docs (Swagger UI) and /redoc,
 their assets served by this server (strataflow.service.docs_pages: no CDN, they work offline).
 
-Middleware, outermost first: the rate limit (before any database work: strataflow.service.ratelimit), then
-the body limit (413), then the heavy turns (HEAVY: a key's and a namespace's share of the pool, 429 past
-it). At start the server gives the database its online write window (the owner-run
-partition helper follows it: sql/281).
+Middleware, outermost first: the metrics and spans (when on), the rate limit (before any database work:
+strataflow.service.ratelimit), then the body limit (413) with the request's clock (its arrival, from which
+a scan's or a heavy request's time limit counts). Each route declares its work (deps.work): a scan or heavy
+route takes a fair turn before any connection (strataflow.service.turns, 429 past the wait). At start the
+server gives the database its online write window (the owner-run partition helper follows it: sql/281).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -30,14 +31,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for, work_deadline
-from strataflow.db.roles import AccessError
-from strataflow.service import docs_pages, errors, keys, metrics, openapi
-from strataflow.service.deps import bearer_token, strict_json_body
+from strataflow.service import docs_pages, errors, metrics, openapi
+from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
 from strataflow.service.routes import context, health, mem0, memories, messages, profiles, store, tools
 from strataflow.service.server import ConnectionLimits, GuardedH11Protocol
-from strataflow.service.session import KNOWN_KEYS_EVERY_S, Busy, Sessions
+from strataflow.service.session import KNOWN_KEYS_EVERY_S, Sessions
 
 logger = logging.getLogger(__name__)
 DB_WATCH_EVERY_S = 5.0
@@ -52,18 +52,6 @@ ROUTERS = (
     mem0.router,
     store.router,
 )
-
-
-def warm_up(settings: Settings) -> None:
-    """Load what the first request would otherwise wait for: the embedding model, its question centroid
-    (strataflow.retrieval.question_centroid: 96 short texts encoded once) and the token counter."""
-    from strataflow.llm.embeddings import get_embedder
-    from strataflow.retrieval.context_budget import count_tokens
-    from strataflow.retrieval.question_centroid import question_centroid
-
-    get_embedder(settings).encode(["warm up"])
-    question_centroid(settings, settings.embedding_model)
-    count_tokens("warm up")
 
 
 def prepare_database(settings: Settings, engine: Engine) -> None:
@@ -103,7 +91,9 @@ async def keep_embedded_database(settings: Settings) -> None:
 
 
 class BodyLimit:
-    """413 for a request body over `limit` bytes, by Content-Length or while a chunked body streams in."""
+    """413 for a request body over `limit` bytes, by Content-Length or while a chunked body streams in. It
+    also starts the request's clock: its arrival (scope state `arrived`), from which the time limit of a scan
+    or a heavy request counts, and no work deadline a request before it on the connection left behind."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -112,6 +102,11 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope.setdefault("state", {})["arrived"] = time.monotonic()
+        with work_deadline(None):  # asyncio can carry a context variable into the next task: CPython 140947
+            await self._call(scope, receive, send)
+
+    async def _call(self, scope: Scope, receive: Receive, send: Send) -> None:
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
             response = errors.error_response(
@@ -130,50 +125,6 @@ class BodyLimit:
             return message
 
         await self.app(scope, limited, send)
-
-
-# Requests whose work grows with what they ask (filters, ops, messages): they take a heavy turn
-# (Sessions.heavy_slot) before any connection of the pool.
-HEAVY = frozenset({
-    ("POST", "/mem0/v3/memories/add/"), ("POST", "/mem0/v3/memories/search/"), ("POST", "/mem0/v3/memories/"),
-    ("DELETE", "/mem0/v1/memories/"), ("POST", "/v1/store/batch"), ("POST", "/v1/memories/search"),
-    ("POST", "/v1/user_context"),
-})  # fmt: skip
-
-
-class HeavyTurns:
-    """ASGI middleware: a heavy request (HEAVY) waits for a turn of its key and namespace
-    (Sessions.heavy_slot) without a thread or a connection, or is answered 429; then its database work is
-    bounded to STRATAFLOW_API_HEAVY_MAX_S from its arrival (work_deadline: 422 past it). A request whose key
-    or namespace is refused goes on to get its usual 401/403 from the route."""
-
-    def __init__(self, app: ASGIApp, sessions: Sessions) -> None:
-        self.app, self.sessions = app, sessions
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        with work_deadline(None):  # never a deadline an earlier request of the connection left behind
-            await self._call(scope, receive, send)
-
-    async def _call(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (scope["method"], scope["path"]) not in HEAVY:
-            await self.app(scope, receive, send)
-            return
-        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in scope["headers"]}
-        key = bearer_token(headers.get("authorization"), ("bearer", "token"))
-        try:
-            caller = await anyio.to_thread.run_sync(self.sessions.authenticate, key)
-            caller = caller.in_namespace(headers.get("x-namespace"))
-        except (keys.KeyRejected, keys.NamespaceRequired, AccessError, SQLAlchemyError):
-            await self.app(scope, receive, send)
-            return
-        limit = self.sessions.settings.api_heavy_max_s
-        try:
-            async with self.sessions.heavy_slot(caller):
-                with work_deadline(limit, f"STRATAFLOW_API_HEAVY_MAX_S, {limit:g} s"):
-                    await self.app(scope, receive, send)
-        except Busy as busy:
-            response = errors.error_response(429, str(busy), **{"Retry-After": str(math.ceil(busy.wait_s))})
-            await response(scope, receive, send)
 
 
 # Path segments that name a subject (a profile's subject, a mem0 entity): logged as "…", so no log file keeps
@@ -221,7 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await anyio.to_thread.run_sync(warm_up, settings)
+        await anyio.to_thread.run_sync(sessions.warm_up)
         await anyio.to_thread.run_sync(prepare_database, settings, engine)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(keep_known_keys, sessions)
@@ -255,7 +206,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     mount_mcp(app, agent_mcp, analyst_mcp, sessions)
     openapi.install(app, settings)
-    app.add_middleware(HeavyTurns, sessions=sessions)
     app.add_middleware(BodyLimit, limit=settings.api_max_body_bytes)
     app.add_middleware(RateLimit, buckets=rate_buckets(settings), known=sessions.known)
     metrics.install(app, settings, engine)  # outermost when on: sees the rate limit's 429s too

@@ -11,6 +11,7 @@ with Retry-After; 503 the database unreachable.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from strataflow.db.roles import AccessError
 from strataflow.memory.api import MemoryConflict, MemoryForbidden, MemoryNotFound
 from strataflow.service.keys import KeyRejected, NamespaceRequired
 from strataflow.service.schemas import UNION_TAGS
+from strataflow.service.session import Busy
 
 logger = logging.getLogger(__name__)
 BEARER_CHALLENGE = 'Bearer realm="strataflow"'
@@ -199,10 +201,10 @@ def _database(_: Request, exc: Exception) -> JSONResponse:
         )
     if sqlstate == "23505":
         return error_response(409, "that already exists")
-    if sqlstate == "57014":  # query_canceled: the statement_timeout of a heavy request's deadline
+    if sqlstate == "57014":  # query_canceled: the statement_timeout of a scan's or heavy request's deadline
         return error_response(
-            422, "this request's work ran past its time limit (STRATAFLOW_API_HEAVY_MAX_S): ask for less at "
-            "once or split it", code="too_much_work",
+            422, "this request's work ran past its time limit (STRATAFLOW_API_SCAN_MAX_S or "
+            "STRATAFLOW_API_HEAVY_MAX_S): ask for less at once or split it", code="too_much_work",
         )  # fmt: skip
     if isinstance(exc, OperationalError | PoolTimeout):
         logger.warning("database unavailable: %s", exc)
@@ -219,6 +221,11 @@ def _body_too_large(request: Request, _: Exception) -> JSONResponse:
 def _internal(_: Request, exc: Exception) -> JSONResponse:
     logger.exception("unhandled error", exc_info=exc)
     return error_response(500, "internal error", code="internal_error")
+
+
+def _busy(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Busy)
+    return error_response(429, str(exc), **{"Retry-After": str(math.ceil(exc.wait_s))})
 
 
 def _conflict(_: Request, exc: Exception) -> JSONResponse:
@@ -248,6 +255,7 @@ HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = 
     PoolTimeout: _database,
     BodyTooLarge: _body_too_large,
     WorkDeadline: _status(422, "too_much_work"),
+    Busy: _busy,
     Exception: _internal,
 }
 

@@ -97,6 +97,10 @@ class AgentForbidden(AccessError):
     """A key bound to an agent named another one in its request."""
 
 
+class ReadOnly(AccessError):
+    """A key whose role may only read (an analyst's) asked to write."""
+
+
 @dataclass(frozen=True)
 class KeyInfo:
     name: str
@@ -122,6 +126,20 @@ class Caller:
     namespaces: tuple[str, ...]
     namespace: str = ""
     agent: str | None = None
+
+    @property
+    def writer(self) -> bool:
+        """Whether the key's role may write (an agent role; an analyst's only reads)."""
+        return self.kind == "agent"
+
+    def require_writer(self) -> None:
+        """ReadOnly (403) for a key whose role may only read: every write of every surface checks this."""
+        if not self.writer:
+            raise ReadOnly(f"key {self.key_name!r} has the {self.kind} role {self.role!r}: read-only")
+
+    def acting(self, requested: str | None) -> Acting:
+        """Who a request that names `requested` (or no agent) acts as (agent_for)."""
+        return Acting(self, self.agent_for(requested))
 
     def agent_for(self, requested: str | None) -> str | None:
         """The agent a request acts as: the key's own agent (a request naming another one is refused with
@@ -152,6 +170,23 @@ class Caller:
                 "send X-Namespace to pick one"
             )
         return replace(self, namespace=self.namespaces[0])
+
+
+@dataclass(frozen=True)
+class Acting:
+    """Who one request or tool call acts as, decided once (strataflow.service.deps.acting, the MCP server's
+    call): the caller (its key, role, rights and namespace) and the agent it acts as, the key's own or the
+    one the request named (Caller.agent_for)."""
+
+    caller: Caller
+    agent: str | None
+
+    @property
+    def namespace(self) -> str:
+        return self.caller.namespace
+
+    def require_writer(self) -> None:
+        self.caller.require_writer()
 
 
 def hash_key(key: str) -> str:

@@ -5,6 +5,12 @@ STRATAFLOW_API_NAMESPACE when the key's role has several) and streamable HTTP at
 key as `Authorization: Bearer KEY`, X-Namespace as over HTTP). Every tool call is one transaction as the key's
 role (strataflow.service.session), the same as an HTTP request, and one call into the library.
 
+- The caller is identified once per call (over /mcp: once per request, by the endpoint's key check), and
+  who the call acts as is decided once (keys.Acting: the key's agent or the `agent` argument); a write tool
+  asks `Acting.require_writer`, the one read-only rule of every surface.
+- The tools that encode a query (memory_recall, get_context, get_user_context) are scans, as their HTTP
+  routes: a fair turn first, then their work within STRATAFLOW_API_SCAN_MAX_S (Sessions.turn).
+
 - /mcp checks the key before the MCP layer sees the request: a missing, invalid, revoked or expired key is
   401 with `WWW-Authenticate: Bearer` (initialize included), so a client asks for a key instead of starting
   an OAuth flow.
@@ -20,9 +26,10 @@ role (strataflow.service.session), the same as an HTTP request, and one call int
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from fastapi import FastAPI
@@ -41,6 +48,7 @@ from models.memory_items import MemoryHit
 from models.messages import SAFE_ID
 from strataflow import __version__
 from strataflow.config import Settings
+from strataflow.db.engine import WorkDeadline
 from strataflow.db.roles import AccessError
 from strataflow.llm.prompt_blocks import json_text, quote_text
 from strataflow.memory import api, profiles
@@ -50,10 +58,10 @@ from strataflow.retrieval.context import build_context
 from strataflow.retrieval.item_search import search_memories
 from strataflow.retrieval.user_context import get_user_context as user_context
 from strataflow.service import schemas
-from strataflow.service.deps import bearer_token
+from strataflow.service.deps import bearer_token, opener_for
 from strataflow.service.errors import BEARER_CHALLENGE, error_response
-from strataflow.service.keys import Caller, KeyRejected, NamespaceRequired
-from strataflow.service.session import Sessions
+from strataflow.service.keys import Acting, Caller, KeyRejected, NamespaceRequired
+from strataflow.service.session import Busy, Sessions
 
 INSTRUCTIONS = (
     "Long-term memory of users and projects (strataflow). Call get_context before answering a user to see "
@@ -131,6 +139,7 @@ DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_
 WRITE_TOOLS = frozenset(
     {"memory_save", "memory_update", "memory_delete", "save_user_memory", "profile_patch"}
 )
+T = TypeVar("T")
 
 
 def _tool(
@@ -159,16 +168,46 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         headers = ctx.headers
         return bearer_token(headers.get("authorization")) if headers is not None else _secret(settings)
 
-    @contextmanager
-    def session(ctx: Context, write: bool = False) -> Iterator[tuple[Connection, Caller]]:
+    def namespace_of(ctx: Context) -> str | None:
         headers = ctx.headers
-        namespace = headers.get("x-namespace") if headers is not None else settings.api_namespace
-        with _tool_errors(), sessions.open(key_of(ctx), namespace) as (conn, caller):
-            if write and caller.kind != "agent":
-                raise ToolError(
-                    f"forbidden: the key's role {caller.role!r} is read-only ({caller.kind}); it cannot save"
-                )
-            yield conn, caller
+        return headers.get("x-namespace") if headers is not None else settings.api_namespace
+
+    def identify(ctx: Context) -> Caller:
+        """The call's caller: the one /mcp's key check found (McpEndpoint), else identified now."""
+        request = getattr(ctx.request_context, "request", None)
+        known = getattr(getattr(request, "state", None), "caller", None)
+        if isinstance(known, Caller):
+            return known.in_namespace(namespace_of(ctx))
+        return sessions.identify(key_of(ctx), namespace_of(ctx))
+
+    @contextmanager
+    def session(
+        ctx: Context, agent: str | None = None, write: bool = False
+    ) -> Iterator[tuple[Connection, Acting]]:
+        """One transaction as the caller, and who the call acts as (a write tool: a writer's key)."""
+        with _tool_errors():
+            caller = identify(ctx)
+            acting = caller.acting(agent)
+            if write:
+                acting.require_writer()
+            with sessions.open(None, None, caller) as (conn, _):
+                yield conn, acting
+
+    async def scan(ctx: Context, agent: str | None, work: Callable[[Connection, Acting], T]) -> T:
+        """A tool that encodes a query: a turn of the caller (no thread or connection held while it waits),
+        then `work` in one transaction within the scan's time limit (Sessions.turn)."""
+        await anyio.to_thread.run_sync(sessions.warm_up)  # stdio: the models may still be loading
+        arrived = time.monotonic()
+        with _tool_errors():
+            caller = await anyio.to_thread.run_sync(identify, ctx)
+            acting = caller.acting(agent)
+            async with sessions.turn(caller, "scan", arrived):
+
+                def run() -> T:
+                    with sessions.open(None, None, caller) as (conn, _):
+                        return work(conn, acting)
+
+                return await anyio.to_thread.run_sync(run)
 
     @_tool(server, "memory_save", WRITES, writable)
     def memory_save(
@@ -183,15 +222,15 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
     ) -> JsonAnswer:
         """Save a new long-term memory entry about a user. If an entry with this name exists for the user,
         this fails and names it: update that entry with memory_update instead of creating a duplicate."""
-        with session(ctx, write=True) as (conn, caller):
+        with session(ctx, agent, write=True) as (conn, acting):
             saved = api.create_memory(
-                conn, caller.namespace, subject, type, name, content, description=description,
-                agent_id=caller.agent_for(agent), shared=shared, settings=settings,
+                conn, acting.namespace, subject, type, name, content, description=description,
+                agent_id=acting.agent, shared=shared, settings=settings,
             )  # fmt: skip
         return json_answer(saved.item.model_dump(mode="json"))
 
     @_tool(server, "memory_recall", READ_ONLY, writable)
-    def memory_recall(
+    async def memory_recall(
         query: Search,
         ctx: Context,
         subject: Subject | None = None,
@@ -202,17 +241,10 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         """Search long-term memory (English and Chinese). Returns the best entries, each with its type, name,
         id, subject and content (each value a quoted string); without `subject` it searches every user of
         the namespace. An empty answer means nothing relevant is stored."""
-        with session(ctx) as (conn, caller):
-            hits = search_memories(
-                conn,
-                settings,
-                caller.namespace,
-                query,
-                subject,
-                agent_id=caller.agent_for(agent),
-                limit=limit,
-                threshold=threshold,
-            )
+        hits = await scan(ctx, agent, lambda conn, acting: search_memories(
+            conn, settings, acting.namespace, query, subject, agent_id=acting.agent, limit=limit,
+            threshold=threshold,
+        ))  # fmt: skip
         return render_hits(hits)
 
     @_tool(server, "memory_update", WRITES, writable)
@@ -227,9 +259,9 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         agent: Agent = None,
     ) -> JsonAnswer:
         """Change an existing memory entry (only the fields given); the old version is kept in its history."""
-        with session(ctx, write=True) as (conn, caller):
+        with session(ctx, agent, write=True) as (conn, acting):
             updated = api.update_memory(
-                conn, caller.namespace, id, agent_id=caller.agent_for(agent), type=type, name=name,
+                conn, acting.namespace, id, agent_id=acting.agent, type=type, name=name,
                 description=description, value=api.UNSET if content is None else content, shared=shared,
                 settings=settings,
             )  # fmt: skip
@@ -238,12 +270,12 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
     @_tool(server, "memory_delete", DESTRUCTIVE, writable)
     def memory_delete(id: EntryId, ctx: Context, agent: Agent = None) -> JsonAnswer:
         """Delete a memory entry that is wrong or no longer true (its history is kept)."""
-        with session(ctx, write=True) as (conn, caller):
-            deleted = api.delete_memory(conn, caller.namespace, id, agent_id=caller.agent_for(agent))
+        with session(ctx, agent, write=True) as (conn, acting):
+            deleted = api.delete_memory(conn, acting.namespace, id, agent_id=acting.agent)
         return json_answer(deleted.item.model_dump(mode="json"))
 
     @_tool(server, "get_context", READ_ONLY, writable)
-    def get_context(
+    async def get_context(
         subject: Subject,
         query: Question,
         ctx: Context,
@@ -253,11 +285,9 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
     ) -> str:
         """The memory block to put in your prompt before answering `query`: key facts, recent messages,
         weekly reports, chosen by the question's intent within the budget. Empty when nothing is known."""
-        with session(ctx) as (conn, caller):
-            result = build_context(
-                conn, settings, caller.namespace, subject, query, budget, profile=profile,
-                agent_id=caller.agent_for(agent),
-            )  # fmt: skip
+        result = await scan(ctx, agent, lambda conn, acting: build_context(
+            conn, settings, acting.namespace, subject, query, budget, profile=profile, agent_id=acting.agent,
+        ))  # fmt: skip
         return result.text
 
     @_tool(server, "save_user_memory", WRITES, writable)
@@ -274,18 +304,12 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         plans, ...). Only facts the user said explicitly are kept; returns what was saved and skipped."""
 
         def save() -> dict[str, Any]:
-            with session(ctx, write=True) as (_conn, caller):
-                pass  # the key may write, before the model is asked
-
-            @contextmanager
-            def opener() -> Iterator[Connection]:
-                with session(ctx, write=True) as (conn, _caller):
-                    yield conn
-
             with _tool_errors():  # no connection held while the model answers
+                caller = identify(ctx)
+                caller.require_writer()  # before the model is asked
                 saved = save_exchange(
-                    opener, settings, caller.namespace, subject, user_message, assistant_message,
-                    existing_info,
+                    opener_for(sessions, caller), settings, caller.namespace, subject, user_message,
+                    assistant_message, existing_info,
                 )  # fmt: skip
             return saved.model_dump(mode="json")
 
@@ -293,20 +317,21 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
             return json_answer(await anyio.to_thread.run_sync(save))
 
     @_tool(server, "get_user_context", READ_ONLY, writable)
-    def get_user_context(subject: Subject, query: Question, ctx: Context, agent: Agent = None) -> JsonAnswer:
+    async def get_user_context(
+        subject: Subject, query: Question, ctx: Context, agent: Agent = None
+    ) -> JsonAnswer:
         """The user's memories relevant to `query`, a short profile summary and how many memories exist."""
-        with session(ctx) as (conn, caller):
-            found = user_context(
-                conn, settings, caller.namespace, subject, query, agent_id=caller.agent_for(agent)
-            )
+        found = await scan(ctx, agent, lambda conn, acting: user_context(
+            conn, settings, acting.namespace, subject, query, agent_id=acting.agent
+        ))  # fmt: skip
         return json_answer(found.model_dump(mode="json"))
 
     @_tool(server, "profile_get", READ_ONLY, writable)
     def profile_get(subject: Subject, ctx: Context, type: DocType | None = None) -> JsonAnswer:
         """The user's profile documents (seed 002): user_memory (personal) and work_memory (professional), or
         only the one of `type`; a document the user disabled reads as null."""
-        with session(ctx) as (conn, caller):
-            documents = profiles.get_profiles(conn, caller.namespace, subject, include_disabled=False)
+        with session(ctx) as (conn, acting):
+            documents = profiles.get_profiles(conn, acting.namespace, subject, include_disabled=False)
         return json_answer(documents if type is None else {f"{type}_memory": documents[f"{type}_memory"]})
 
     @_tool(server, "profile_patch", WRITES, writable)
@@ -317,8 +342,8 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         ctx: Context,
     ) -> JsonAnswer:
         """Set fields of the user's user or work profile document; fields not given stay as they are."""
-        with session(ctx, write=True) as (conn, caller):
-            document = profiles.patch_profile(conn, caller.namespace, subject, type, content)
+        with session(ctx, write=True) as (conn, acting):
+            document = profiles.patch_profile(conn, acting.namespace, subject, type, content)
         return json_answer(document.model_dump(mode="json"))
 
     return server
@@ -349,12 +374,18 @@ def _tool_errors() -> Iterator[None]:
     except ValueError as exc:
         field = getattr(exc, "field", None)
         raise ToolError(f"invalid {field}: {exc}" if field else f"invalid value: {exc}") from None
+    except Busy as exc:
+        raise ToolError(f"busy: {exc}") from None
+    except WorkDeadline as exc:
+        raise ToolError(f"too much work: {exc}") from None
     except (OperationalError, PoolTimeout):
         raise ToolError("database unavailable; retry shortly") from None
     except DBAPIError as exc:
         sqlstate = getattr(exc.orig, "sqlstate", None) or ""
         if sqlstate == "42501":
             raise ToolError("forbidden: the key's role may not do this") from None
+        if sqlstate == "57014":
+            raise ToolError("too much work: past its time limit (STRATAFLOW_API_SCAN_MAX_S)") from None
         if sqlstate.startswith("22"):
             raise ToolError(f"invalid value: {str(exc.orig).splitlines()[0]}") from None
         raise
@@ -401,7 +432,8 @@ class McpEndpoint:
             )
             await response(scope, receive, send)
             return
-        app = self.agent_app if caller.kind == "agent" else self.analyst_app
+        scope.setdefault("state", {})["caller"] = caller  # the tools use it: the key is checked once
+        app = self.agent_app if caller.writer else self.analyst_app
         await app(scope, receive, send)
 
 

@@ -19,12 +19,22 @@ from sqlalchemy import Connection
 from models.memory_items import MemoryItem
 from strataflow.memory import item_sets
 from strataflow.memory.adapters import Filter, FilterError, FilterTooLarge, app_of, parse_filters
-from strataflow.service.deps import Opener, XNamespace, bearer_token, opener_for, require_writer
+from strataflow.service.deps import (
+    Opener,
+    Weight,
+    XNamespace,
+    acting_of,
+    bearer_token,
+    identify,
+    opener_for,
+    request_session,
+    sessions_of,
+    work,
+)
 from strataflow.service.errors import ApiError
-from strataflow.service.keys import Caller
+from strataflow.service.keys import Acting, Caller
 from strataflow.service.mem0_schemas import Mem0Filter
 from strataflow.service.schemas import Id
-from strataflow.service.session import Sessions
 
 # The OpenAPI security scheme of every /mem0 operation (components.securitySchemes.mem0Token); a request
 # without a usable key is refused by the session (401), never by FastAPI.
@@ -42,28 +52,36 @@ def api_key(authorization: str | None) -> str | None:
     return bearer_token(authorization, ("token", "bearer"))
 
 
+def mem0_work(operation: str, weight: Weight = "light") -> Any:
+    """A /mem0 route's declaration of its work (deps.work), its key read as mem0's client sends it."""
+    return work(operation, weight, ("token", "bearer"))
+
+
 def open_session(
     request: Request,
     authorization: Annotated[str | None, Depends(TOKEN)],
     x_namespace: XNamespace = None,
-) -> Iterator[tuple[Connection, Caller]]:
-    sessions: Sessions = request.app.state.sessions
-    with sessions.open(api_key(authorization), x_namespace) as session:
-        yield session
+) -> Iterator[tuple[Connection, Acting]]:
+    """The request's transaction as its caller, and who it acts as (deps.acting_of)."""
+    with request_session(request, api_key(authorization), x_namespace) as (conn, caller):
+        yield conn, acting_of(request, caller)
 
 
-def open_writer(
+async def open_writer(
     request: Request,
     authorization: Annotated[str | None, Depends(TOKEN)],
     x_namespace: XNamespace = None,
-) -> tuple[Opener, Caller]:
-    """(opener of the request's write transactions, caller), for a route that embeds before it writes: the
-    key is checked now, and no connection is held until the route opens one (deps.writer_opener)."""
-    return opener_for(request.app.state.sessions, api_key(authorization), x_namespace)
+) -> tuple[Opener, Acting]:
+    """(opener of the request's write transactions, who it acts as), for a route that embeds before it
+    writes: the caller may write, now, and no connection is held until the route opens one."""
+    caller = await identify(request, api_key(authorization), x_namespace)
+    acting = acting_of(request, caller)
+    acting.require_writer()
+    return opener_for(sessions_of(request), caller), acting
 
 
-Session = Annotated[tuple[Connection, Caller], Depends(open_session, scope="function")]
-WriterOpener = Annotated[tuple[Opener, Caller], Depends(open_writer)]
+Session = Annotated[tuple[Connection, Acting], Depends(open_session, scope="function")]
+WriterOpener = Annotated[tuple[Opener, Acting], Depends(open_writer)]
 AgentParam = Annotated[Id | None, Query(description="act as this agent (default: the key's own)")]
 MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 
@@ -112,7 +130,7 @@ def query_filters(raw: str | None) -> dict[str, Any] | None:
 
 def namespace_writer(caller: Caller, what: str) -> None:
     """A request that changes every agent's memories: a writer key bound to no agent."""
-    require_writer(caller)
+    caller.require_writer()
     if caller.agent is not None:
         raise ApiError(403, f"{what} needs a key that may write the whole namespace, not an agent's key")
 
@@ -146,7 +164,7 @@ def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
     """The agents to read as: the key's own, else those the filter names (each sees its private items)."""
     if agents and caller.agent is None:
         return [*sorted(agents)]
-    return [caller.agent_for(None)]
+    return [caller.agent]
 
 
 def memories(

@@ -30,31 +30,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strataflow import telemetry
 from strataflow.config import Settings
+from strataflow.service.deps import declared
+from strataflow.service.keys import Caller
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# (method, route template prefix) -> the memory operation a request performs (span names and attributes).
-OPERATIONS: tuple[tuple[str, str, str], ...] = (
-    ("GET", "/v1/context", "context"),
-    ("POST", "/v1/memories/search", "search"),
-    ("POST", "/v1/messages", "write"),
-    ("POST", "/v1/memories", "write"),
-    ("PATCH", "/v1/memories", "write"),
-    ("DELETE", "/v1/memories", "delete"),
-    ("POST", "/v1/save_info", "extract"),
-    ("POST", "/v1/summarize", "summarize"),
-    ("POST", "/mem0/v3/memories/search", "search"),
-    ("POST", "/mem0/v3/memories/add", "write"),
-    ("POST", "/v1/store/batch", "store_batch"),
-    ("POST", "/mcp", "mcp"),
-)
 
 
-def operation_of(method: str, route: str) -> str | None:
-    for verb, prefix, operation in OPERATIONS:
-        if method == verb and route.startswith(prefix):
-            return operation
-    return None
+def operation_of(scope: Scope) -> str | None:
+    """The memory operation of a routed request: what its route declared (deps.work), "mcp" for /mcp."""
+    route = scope.get("route")
+    work = declared(route)
+    if work is not None:
+        return work.operation
+    return "mcp" if getattr(route, "path", None) == "/mcp" else None
 
 
 class Metrics:
@@ -149,7 +138,7 @@ class Observe:
                     http__request__method=method,
                     http__route=route,
                     http__response__status_code=status,
-                    gen_ai__operation__name=operation_of(method, route),
+                    gen_ai__operation__name=operation_of(scope),
                     strataflow__namespace__hash=_namespace_hash(scope),
                 )
                 if self.metrics is not None:
@@ -198,10 +187,12 @@ def _template(scope: Scope, routes: list[Any]) -> str | None:
 
 
 def _namespace_hash(scope: Scope) -> str | None:
-    """The hash of the namespace the request acted in, when the handler recorded it (scope state)."""
+    """The hash of the namespace the request acted in, once its caller was identified (scope state)."""
     state = scope.get("state") or {}
-    namespace = state.get("namespace") if isinstance(state, dict) else None
-    return telemetry.namespace_hash(namespace) if isinstance(namespace, str) else None
+    caller = state.get("caller") if isinstance(state, dict) else None
+    if not isinstance(caller, Caller) or not caller.namespace:
+        return None
+    return telemetry.namespace_hash(caller.namespace)
 
 
 def install(app: FastAPI, settings: Settings, engine: Engine) -> None:

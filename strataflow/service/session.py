@@ -10,12 +10,11 @@ Work that calls the model (save_info, save_user_memory) first takes one of the k
 (STRATAFLOW_API_LLM_CONCURRENCY_PER_KEY per server process), waiting without a thread or a connection: one
 key's burst of extractions queues behind itself and never holds the pool other tenants need.
 
-Heavy requests (a search that fans out, a batch, an add of many messages: strataflow.service.app.HEAVY)
-first take a turn of their key (STRATAFLOW_API_HEAVY_PER_KEY), of their namespace
-(STRATAFLOW_API_HEAVY_PER_NAMESPACE) and of the process (one less than the connection pool holds), waiting
-without a thread or a connection for at most STRATAFLOW_API_HEAVY_WAIT_S, then Busy (429): one tenant gets
-its share of the pool and never all of it, and a light request (a context, a read) always finds a
-connection.
+Work that encodes a query or scans (a scan) or grows with what it asks (heavy) first takes a turn
+(strataflow.service.turns: fair across namespaces and keys, one less than the pool, none held while
+waiting), waiting at most STRATAFLOW_API_HEAVY_WAIT_S, then Busy (429); its work is bounded from the
+request's arrival (STRATAFLOW_API_SCAN_MAX_S, STRATAFLOW_API_HEAVY_MAX_S: work_deadline), its wait included.
+A light request (a read by id, a write of one entry) takes no turn and always finds a connection.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
 from sqlalchemy import Connection, Engine, text
@@ -31,9 +30,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from strataflow.config import Settings
 from strataflow.db import roles
-from strataflow.db.engine import MAX_OVERFLOW, POOL_SIZE, deadline_ms
+from strataflow.db.engine import MAX_OVERFLOW, POOL_SIZE, deadline_ms, work_deadline
 from strataflow.service import keys
 from strataflow.service.ratelimit import KnownKeys
+from strataflow.service.turns import Limits, Turns, Weight
 
 TOUCH_EVERY_S = 60.0
 KNOWN_KEYS_EVERY_S = 30.0
@@ -44,7 +44,7 @@ SELECT_ACTIVE_PREFIXES = text(
 
 
 class Busy(Exception):
-    """A heavy request found no turn in time (429); `wait_s` says when to retry."""
+    """A scan or heavy request found no turn in time (429); `wait_s` says when to retry."""
 
     def __init__(self, message: str, wait_s: float) -> None:
         super().__init__(message)
@@ -62,14 +62,22 @@ class Sessions:
         self._touched: dict[int, float] = {}
         self._lock = threading.Lock()
         self._slots: dict[str, anyio.Semaphore] = {}
-        self._heavy: dict[str, anyio.Semaphore] = {}
-        self._heavy_all = anyio.Semaphore(max(1, POOL_SIZE + MAX_OVERFLOW - 1))
+        self._warm = threading.Lock()
+        self._warmed = False
+        turns = max(1, POOL_SIZE + MAX_OVERFLOW - 1)  # one connection stays for light requests
+        self.turns = Turns(turns, {
+            "scan": Limits(turns, settings.api_scan_per_key, turns),
+            "heavy": Limits(max(1, turns - 1), settings.api_heavy_per_key, settings.api_heavy_per_namespace),
+        })  # fmt: skip
 
     @contextmanager
-    def open(self, key: str | None, namespace: str | None) -> Iterator[tuple[Connection, keys.Caller]]:
-        """A transaction as the key's role (committed when the block ends, rolled back on an error)."""
+    def open(
+        self, key: str | None, namespace: str | None, known: keys.Caller | None = None
+    ) -> Iterator[tuple[Connection, keys.Caller]]:
+        """A transaction as the key's role (committed when the block ends, rolled back on an error). The key
+        is checked inside it, unless the request's caller is `known` already (identify)."""
         with self.engine.begin() as conn:
-            caller = self._accept(conn, key).in_namespace(namespace)
+            caller = known or self._accept(conn, key).in_namespace(namespace)
             if self._due(caller.key_id):
                 keys.touch(conn, caller)
             roles.as_role(conn, caller.role)
@@ -78,6 +86,35 @@ class Sessions:
             if left is not None:  # one long statement is bounded too
                 conn.execute(SET_STATEMENT_TIMEOUT, {"ms": str(left)})
             yield conn, caller
+
+    def warm_up(self) -> None:
+        """Load what the first request would otherwise wait for, once per process (later calls return at
+        once, or wait for the first): the embedding model, its question centroid
+        (strataflow.retrieval.question_centroid: 96 short texts encoded once) and the token counter. A scan's
+        time limit never pays for it."""
+        with self._warm:
+            if self._warmed:
+                return
+            from strataflow.llm.embeddings import get_embedder
+            from strataflow.retrieval.context_budget import count_tokens
+            from strataflow.retrieval.question_centroid import question_centroid
+
+            get_embedder(self.settings).encode(["warm up"])
+            question_centroid(self.settings, self.settings.embedding_model)
+            count_tokens("warm up")
+            self._warmed = True
+
+    def identify(self, key: str | None, namespace: str | None) -> keys.Caller:
+        """The caller of a key in the namespace it picks (KeyRejected, NamespaceRequired, AccessError), in a
+        short transaction of its own: for work that must know its caller before it takes a connection."""
+        with self.engine.begin() as conn:
+            return self._accept(conn, key).in_namespace(namespace)
+
+    def authenticate(self, key: str | None) -> keys.Caller:
+        """The caller of a key before it picks a namespace (KeyRejected when it cannot be used), in a
+        transaction of its own (/mcp's key check)."""
+        with self.engine.begin() as conn:
+            return self._accept(conn, key)
 
     def refresh_known(self) -> None:
         """Read the prefixes of the active keys (the rate limit's key buckets); a database that cannot
@@ -88,11 +125,6 @@ class Sessions:
         except SQLAlchemyError:
             return
         self.known.replace(prefixes)
-
-    def authenticate(self, key: str | None) -> keys.Caller:
-        """The caller of a key (KeyRejected when it cannot be used), in a transaction of its own."""
-        with self.engine.begin() as conn:
-            return self._accept(conn, key)
 
     @asynccontextmanager
     async def llm_slot(self, key: str | None) -> AsyncIterator[None]:
@@ -108,36 +140,30 @@ class Sessions:
             yield
 
     @asynccontextmanager
-    async def heavy_slot(self, caller: keys.Caller) -> AsyncIterator[None]:
-        """Hold a turn of the caller's key, of its namespace and of the process (module docstring); Busy
-        when they are not all free within STRATAFLOW_API_HEAVY_WAIT_S."""
+    async def turn(self, caller: keys.Caller, weight: Weight, arrived: float) -> AsyncIterator[None]:
+        """Hold a turn of `weight` (strataflow.service.turns) and bound the work inside to its time limit
+        from `arrived` (time.monotonic() at the request's arrival): Busy when no turn came in time."""
         settings = self.settings
-        with self._lock:
-            turns = [
-                self._heavy_turns(f"key:{caller.key_id}", settings.api_heavy_per_key),
-                self._heavy_turns(f"namespace:{caller.namespace}", settings.api_heavy_per_namespace),
-                self._heavy_all,
-            ]
-        async with AsyncExitStack() as held:
-            try:
-                with anyio.fail_after(settings.api_heavy_wait_s):
-                    for turn in turns:
-                        await turn.acquire()
-                        held.callback(turn.release)
-            except TimeoutError:
-                raise Busy(
-                    f"key {caller.key_name!r}, namespace {caller.namespace!r} or this server already runs "
-                    "its share of heavy requests (searches, batches, adds: STRATAFLOW_API_HEAVY_PER_KEY, "
-                    "STRATAFLOW_API_HEAVY_PER_NAMESPACE); retry shortly",
-                    max(1.0, settings.api_heavy_wait_s),
-                ) from None
-            yield
-
-    def _heavy_turns(self, name: str, size: int) -> anyio.Semaphore:
-        turns = self._heavy.get(name)
-        if turns is None:
-            turns = self._heavy[name] = anyio.Semaphore(size)
-        return turns
+        limit, name = (
+            (settings.api_scan_max_s, "STRATAFLOW_API_SCAN_MAX_S") if weight == "scan"
+            else (settings.api_heavy_max_s, "STRATAFLOW_API_HEAVY_MAX_S")
+        )  # fmt: skip
+        wait_s = min(settings.api_heavy_wait_s, arrived + limit - time.monotonic())
+        try:
+            await self.turns.take(weight, caller.key_id, caller.namespace, wait_s)
+        except TimeoutError:
+            setting = "STRATAFLOW_API_SCAN_PER_KEY" if weight == "scan" else "STRATAFLOW_API_HEAVY_PER_KEY"
+            raise Busy(
+                f"key {caller.key_name!r}, namespace {caller.namespace!r} or this server already runs its "
+                f"share of {'searches and contexts' if weight == 'scan' else 'heavy requests'} ({setting}, "
+                "STRATAFLOW_API_HEAVY_PER_NAMESPACE); retry shortly",
+                max(1.0, settings.api_heavy_wait_s),
+            ) from None
+        try:
+            with work_deadline(arrived + limit - time.monotonic(), f"{name}, {limit:g} s"):
+                yield
+        finally:
+            self.turns.give_back(weight, caller.key_id, caller.namespace)
 
     def _accept(self, conn: Connection, key: str | None) -> keys.Caller:
         caller = keys.authenticate(conn, key)

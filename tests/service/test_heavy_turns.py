@@ -21,11 +21,17 @@ from sqlalchemy import Engine
 from strataflow.config import Settings
 from strataflow.service.keys import Caller
 from strataflow.service.session import Busy, Sessions
+from strataflow.service.turns import Limits, Turns, Weight
 from tests.fixtures.service import Tenant, _serve
 
 
 def _caller(key_id: int, namespace: str) -> Caller:
     return Caller(key_id, f"k{key_id}", "r", "agent", (namespace,), namespace)
+
+
+def _turns(per_key: int = 1, per_namespace: int = 2) -> Turns:
+    """The turns of a process with a pool of four: three turns, two of them for heavy work."""
+    return Turns(3, {"heavy": Limits(2, per_key, per_namespace), "scan": Limits(3, 2, 3)})
 
 
 def test_heavy_turns_are_shared_per_key_namespace_and_process(settings: Settings, engine: Engine) -> None:
@@ -38,12 +44,12 @@ def test_heavy_turns_are_shared_per_key_namespace_and_process(settings: Settings
         held = anyio.Event()
 
         async def hold(caller: Caller) -> None:
-            async with sessions.heavy_slot(caller):
+            async with sessions.turn(caller, "heavy", time.monotonic()):
                 await held.wait()
 
-        async def attempt(caller: Caller) -> None:
+        async def attempt(caller: Caller, weight: Weight = "heavy") -> None:
             try:
-                async with sessions.heavy_slot(caller):
+                async with sessions.turn(caller, weight, time.monotonic()):
                     outcomes.append(f"k{caller.key_id} ran")
             except Busy as busy:
                 outcomes.append(f"k{caller.key_id} busy: {busy}")
@@ -52,20 +58,62 @@ def test_heavy_turns_are_shared_per_key_namespace_and_process(settings: Settings
             tasks.start_soon(hold, _caller(1, "ns1"))
             await anyio.sleep(0.05)
             await attempt(_caller(1, "ns1"))  # the key's one turn is taken
-            tasks.start_soon(hold, _caller(2, "ns1"))  # the namespace's second turn
+            tasks.start_soon(hold, _caller(2, "ns1"))  # the namespace's second turn (alone, it may)
             await anyio.sleep(0.05)
             await attempt(_caller(3, "ns1"))  # the namespace's two turns are taken
-            await attempt(_caller(4, "ns2"))  # another namespace runs
-            tasks.start_soon(hold, _caller(5, "ns2"))  # the process's third (and last) turn
-            await anyio.sleep(0.05)
-            await attempt(_caller(6, "ns3"))  # the process keeps a connection for light requests
+            await attempt(_caller(4, "ns2"))  # heavy work may hold two of the three turns: none left
+            await attempt(_caller(5, "ns3"), "scan")  # a scan always has the third turn
             held.set()
         await attempt(_caller(1, "ns1"))  # all free again
         return outcomes
 
     outcomes = anyio.run(scenario)
-    assert [o.split(":")[0] for o in outcomes] == ["k1 busy", "k3 busy", "k4 ran", "k6 busy", "k1 ran"]
+    assert [o.split(":")[0] for o in outcomes] == ["k1 busy", "k3 busy", "k4 busy", "k5 ran", "k1 ran"]
     assert "STRATAFLOW_API_HEAVY_PER_KEY" in outcomes[0]
+
+
+def test_two_flooding_namespaces_leave_a_third_namespace_a_turn() -> None:
+    """R5: three keys in two namespaces, with more requests waiting, hold no more than their namespaces'
+    equal parts of the heavy turns: a third namespace is served at once, and a freed turn goes to the waiter
+    whose namespace holds the fewest (a fourth namespace before the flooding one)."""
+    turns = Turns(4, {"heavy": Limits(3, 1, 2), "scan": Limits(4, 2, 4)})
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+        names = ("b1", "a1", "a2", "a1 again", "c1", "d1")
+        release = {name: anyio.Event() for name in names}
+
+        async def run(name: str, key: str, namespace: str) -> None:
+            try:
+                await turns.take("heavy", key, namespace, 5.0)
+            except TimeoutError:
+                order.append(f"{name} timed out")
+                return
+            order.append(name)
+            await release[name].wait()
+            turns.give_back("heavy", key, namespace)
+
+        async with anyio.create_task_group() as tasks:
+            for name, key, namespace in (("b1", "kb1", "B"), ("a1", "ka1", "A"), ("a2", "ka2", "A"),
+                                         ("a1 again", "ka1", "A")):  # fmt: skip
+                tasks.start_soon(run, name, key, namespace)
+                await anyio.sleep(0.02)
+            assert order == ["b1", "a1"] and turns.held("heavy") == 2, order  # A keeps to its part
+            tasks.start_soon(run, "c1", "kc1", "C")  # a third namespace: served at once
+            await anyio.sleep(0.02)
+            assert order[-1] == "c1" and turns.held("heavy") == 3, order
+            tasks.start_soon(run, "d1", "kd1", "D")  # a fourth waits for the next free turn
+            await anyio.sleep(0.02)
+            release["b1"].set()  # freed: D (holds none) goes before A's second key (A holds one)
+            await anyio.sleep(0.02)
+            assert order[-1] == "d1", order
+            for event in release.values():
+                event.set()
+        return order
+
+    order = anyio.run(scenario)
+    assert order.index("d1") < order.index("a2") and len(order) == 6, order
+    assert not [o for o in order if "timed out" in o], order
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from sqlalchemy import Connection
 
 from strataflow.config import Settings
 from strataflow.retrieval.context import build_context
-from strataflow.service.deps import CallerDep, DbDep, SettingsDep
+from strataflow.service.deps import ActingDep, DbDep, SettingsDep, work
 from strataflow.service.errors import error_responses
-from strataflow.service.keys import Caller
+from strataflow.service.keys import Acting
 from strataflow.service.schemas import ContextParams
 
 router = APIRouter(prefix="/v1/context", tags=["context"])
@@ -26,25 +26,27 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("", response_class=PlainTextResponse, responses=RESPONSES)
+SCAN = [work("context", "scan")]
+
+
+@router.get("", response_class=PlainTextResponse, responses=RESPONSES, dependencies=SCAN)
 def get_context(
-    params: Annotated[ContextParams, Query()], db: DbDep, caller: CallerDep, settings: SettingsDep
+    params: Annotated[ContextParams, Query()], db: DbDep, acting: ActingDep, settings: SettingsDep
 ) -> Response:
     """The memory an agent should see for `query` about `subject`, chosen by intent within `budget` tokens."""
-    return _context(params, db, caller, settings)
+    return _context(params, db, acting, settings)
 
 
-@router.post("", response_class=PlainTextResponse, responses=RESPONSES)
-def post_context(params: ContextParams, db: DbDep, caller: CallerDep, settings: SettingsDep) -> Response:
-    """The same as GET, with the parameters as a JSON body (long queries)."""
-    return _context(params, db, caller, settings)
+@router.post("", response_class=PlainTextResponse, responses=RESPONSES, dependencies=SCAN)
+def post_context(params: ContextParams, db: DbDep, acting: ActingDep, settings: SettingsDep) -> Response:
+    """The same as GET, with the parameters as a JSON body."""
+    return _context(params, db, acting, settings)
 
 
-def _context(params: ContextParams, db: Connection, caller: Caller, settings: Settings) -> Response:
+def _context(params: ContextParams, db: Connection, acting: Acting, settings: Settings) -> Response:
     result = build_context(
-        db, settings, caller.namespace, params.subject, params.query, params.budget, params.format,
-        intent=params.intent, profile=params.profile, agent_id=caller.agent_for(params.agent),
-        threshold=params.threshold,
+        db, settings, acting.namespace, params.subject, params.query, params.budget, params.format,
+        intent=params.intent, profile=params.profile, agent_id=acting.agent, threshold=params.threshold,
     )  # fmt: skip
     media = "application/json" if params.format == "json" else "text/plain; charset=utf-8"
     return Response(result.text, media_type=media)

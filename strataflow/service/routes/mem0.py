@@ -29,7 +29,7 @@ from strataflow.memory import adapters, api, item_embedding, item_sets
 from strataflow.ops.freshness import emit_messages_received
 from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
-from strataflow.service.deps import SettingsDep, require_writer
+from strataflow.service.deps import SettingsDep
 from strataflow.service.errors import ApiError, error_response, error_responses
 from strataflow.service.keys import Caller
 from strataflow.service.mem0_deps import (
@@ -40,6 +40,7 @@ from strataflow.service.mem0_deps import (
     checked_filter,
     item_id_of,
     known_query,
+    mem0_work,
     memories,
     namespace_writer,
     query_filters,
@@ -73,7 +74,7 @@ QUEUED = "Memory processing has been queued for background execution"
 READ = error_responses()
 
 
-@router.get("/v1/ping/", response_model=Mem0Ping, responses=READ)
+@router.get("/v1/ping/", response_model=Mem0Ping, responses=READ, dependencies=[mem0_work("ping")])
 def ping(session: Session) -> Mem0Ping:
     """What the client calls on start: 200 for a usable key (401 otherwise). The client needs an org_id and a
     project_id: the server's name and the key's namespace."""
@@ -83,17 +84,21 @@ def ping(session: Session) -> Mem0Ping:
     )
 
 
-@router.post("/v3/memories/add/", response_model=Mem0AddAnswer, responses=READ)
+@router.post(
+    "/v3/memories/add/", response_model=Mem0AddAnswer, responses=READ,
+    dependencies=[mem0_work("write", "heavy")],
+)  # fmt: skip
 def add(body: Mem0Add, writer: WriterOpener, settings: SettingsDep, background: BackgroundTasks) -> Any:
     """infer=false: each message's text is stored as a memory now; infer=true (the default): the messages go
     to L1 (as POST /v1/messages) and the answer is an event, PENDING until the extract stage has made
     memories of them. The texts are embedded before the request takes a database connection."""
-    opener, caller = writer
+    opener, acting = writer
+    caller = acting.caller
     ids = body.filters
     user_id = body.user_id or (ids.user_id if ids else None)
     run_id = body.run_id or (ids.run_id if ids else None)
     app_id = body.app_id or (ids.app_id if ids else None)
-    agent = caller.agent_for(body.agent_id or (ids.agent_id if ids else None))
+    agent = acting.agent if body.agent_id else caller.agent_for(ids.agent_id if ids else None)
     if not user_id:
         raise ApiError(400, "user_id is required: strataflow memories are about a user (subject)", "user_id")
     turns = [{"role": "user", "content": body.messages}] if isinstance(body.messages, str) else [
@@ -186,13 +191,16 @@ def _queue(
     return Mem0AddAnswer(message=QUEUED, status="PENDING", event_id=event_id)
 
 
-@router.get("/v1/event/{event_id}/", response_model=Mem0Event, responses=READ)
+@router.get(
+    "/v1/event/{event_id}/", response_model=Mem0Event, responses=READ, dependencies=[mem0_work("read")]
+)
 def event(
     event_id: Annotated[str, Path(max_length=40)], session: Session, agent_id: AgentParam = None
 ) -> Mem0Event:
     """An infer=true add: PENDING until the extract stage (nightly, backfill or `strataflow extract`) has read
     its messages, then SUCCEEDED with the memories made of them."""
-    db, caller = session
+    db, acting = session
+    caller = acting.caller
     try:
         eid = str(uuid.UUID(event_id))
     except ValueError:
@@ -204,7 +212,7 @@ def event(
     first = found[0]
     made = item_sets.items_from_messages(
         db, caller.namespace, first.subject_id, [m.message_id for m in found],
-        agent_id=caller.agent_for(agent_id or first.agent_id),
+        agent_id=acting.agent or first.agent_id,
     ) if done else []  # fmt: skip
     created = min(message.ingested_at for message in found)
     updated = max([created, *(item.updated_at for item in made)])
@@ -227,11 +235,15 @@ def event(
     )  # fmt: skip
 
 
-@router.post("/v3/memories/search/", response_model=Mem0Results, responses=READ)
+@router.post(
+    "/v3/memories/search/", response_model=Mem0Results, responses=READ,
+    dependencies=[mem0_work("search", "heavy")],
+)  # fmt: skip
 def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Results:
     """The memories that best match `query` (the one ranking: words and meaning), best first, within the
     filters: {"results": [memory + score]}."""
-    db, caller = session
+    db, acting = session
+    caller = acting.caller
     wanted = checked_filter(
         body.filters, caller, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id,
         app_id=body.app_id,
@@ -254,7 +266,9 @@ def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Res
     )
 
 
-@router.post("/v3/memories/", response_model=Mem0Page, responses=READ)
+@router.post(
+    "/v3/memories/", response_model=Mem0Page, responses=READ, dependencies=[mem0_work("list", "heavy")]
+)
 def get_all(
     body: Mem0List,
     session: Session,
@@ -263,10 +277,11 @@ def get_all(
     page_size: Annotated[int | None, Query(ge=1, le=1000)] = None,
 ) -> Mem0Page:
     """The memories within the filters, newest first, a page at a time: {count, next, previous, results}."""
-    db, caller = session
+    db, acting = session
+    caller = acting.caller
     wanted = checked_filter(body.filters, caller)
     number, size = page or body.page or 1, page_size or body.page_size or 100
-    condition, params = adapters.filter_sql(wanted, caller.agent_for(None))
+    condition, params = adapters.filter_sql(wanted, caller.agent)
     start = (number - 1) * size
     found, total = item_sets.filtered_page(
         db, caller.namespace, condition, params, limit=size, offset=start
@@ -281,14 +296,18 @@ def get_all(
     )
 
 
-@router.get("/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ)
+@router.get(
+    "/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ, dependencies=[mem0_work("read")]
+)
 def get(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Memory:
-    db, caller = session
-    item = api.get_memory(db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id))
-    return shapes.memory_of(*memories(db, caller, [item])[0])
+    db, acting = session
+    item = api.get_memory(db, acting.namespace, item_id_of(memory_id), agent_id=acting.agent)
+    return shapes.memory_of(*memories(db, acting.caller, [item])[0])
 
 
-@router.put("/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ)
+@router.put(
+    "/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ, dependencies=[mem0_work("write")]
+)
 def update(
     memory_id: MemoryId,
     body: Mem0Update,
@@ -298,11 +317,11 @@ def update(
 ) -> Mem0Memory:
     """A new text (the memory's name follows it) and/or metadata (merged): a new version, the old one in
     history. A text only another live memory has is refused (409 naming that memory's URL)."""
-    db, caller = session
-    require_writer(caller)
+    db, acting = session
+    acting.require_writer()
     try:
         written = api.update_memory(
-            db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id),
+            db, acting.namespace, item_id_of(memory_id), agent_id=acting.agent,
             name=None if body.text is None else adapters.mem0_entry_name(body.text),
             value=api.UNSET if body.text is None else body.text, metadata=body.metadata, settings=settings,
         )  # fmt: skip
@@ -312,28 +331,35 @@ def update(
             f"(GET /mem0/v1/memories/{taken.item_id}/): update or delete that one instead", "text",
             code="conflict",
         ) from None  # fmt: skip
-    return shapes.memory_of(*memories(db, caller, [written.item])[0])
+    return shapes.memory_of(*memories(db, acting.caller, [written.item])[0])
 
 
-@router.delete("/v1/memories/{memory_id}/", response_model=Mem0Done, responses=READ)
+@router.delete(
+    "/v1/memories/{memory_id}/", response_model=Mem0Done, responses=READ, dependencies=[mem0_work("delete")]
+)
 def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Done:
     """Delete one memory (versioned: its history stays)."""
-    db, caller = session
-    require_writer(caller)
-    api.delete_memory(db, caller.namespace, item_id_of(memory_id), agent_id=caller.agent_for(agent_id))
+    db, acting = session
+    acting.require_writer()
+    api.delete_memory(db, acting.namespace, item_id_of(memory_id), agent_id=acting.agent)
     return Mem0Done(message="Memory deleted successfully!")
 
 
-@router.get("/v1/memories/{memory_id}/history/", response_model=list[Mem0HistoryEntry], responses=READ)
+@router.get(
+    "/v1/memories/{memory_id}/history/", response_model=list[Mem0HistoryEntry], responses=READ,
+    dependencies=[mem0_work("read")],
+)  # fmt: skip
 def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> list[Mem0HistoryEntry]:
-    db, caller = session
-    agent, item_id = caller.agent_for(agent_id), item_id_of(memory_id)
-    item = api.get_memory(db, caller.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
-    versions = api.memory_history(db, caller.namespace, item_id, agent_id=agent, include_deleted=False)
+    db, acting = session
+    agent, item_id = acting.agent, item_id_of(memory_id)
+    item = api.get_memory(db, acting.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
+    versions = api.memory_history(db, acting.namespace, item_id, agent_id=agent, include_deleted=False)
     return shapes.history_of(item, versions)
 
 
-@router.delete("/v1/memories/", response_model=Mem0Done, responses=READ)
+@router.delete(
+    "/v1/memories/", response_model=Mem0Done, responses=READ, dependencies=[mem0_work("delete", "heavy")]
+)
 def delete_all(
     session: Session,
     user_id: Annotated[SubjectId | None, Query()] = None,
@@ -348,8 +374,9 @@ def delete_all(
     """Delete exactly the memories the identity fields name together (their intersection: top-level fields
     AND `filters`) that the request may change. At least one identity field is required: deleting a whole
     namespace is `reset` (DELETE /v2/entities/... for each entity), never a delete_all without a scope."""
-    db, caller = session
-    require_writer(caller)
+    db, acting = session
+    caller = acting.caller
+    caller.require_writer()
     wanted = checked_filter(
         query_filters(filters), caller, user_id=user_id, agent_id=agent_id, run_id=run_id, app_id=app_id
     )
@@ -371,15 +398,19 @@ def delete_all(
     return Mem0Done(message="Memories deleted successfully!")
 
 
-@router.get("/v1/entities/", response_model=Mem0Entities, responses=READ)
+@router.get("/v1/entities/", response_model=Mem0Entities, responses=READ, dependencies=[mem0_work("list")])
 def entities(session: Session) -> Mem0Entities:
     """The users, agents and runs that have memories the request sees."""
-    db, caller = session
-    found = item_sets.entity_counts(db, caller.namespace, agent_id=caller.agent_for(None))
+    db, acting = session
+    caller = acting.caller
+    found = item_sets.entity_counts(db, caller.namespace, agent_id=caller.agent)
     return Mem0Entities(results=[shapes.entity_of(e, caller.key_name, caller.namespace) for e in found])
 
 
-@router.delete("/v2/entities/{entity_type}/{name}/", response_model=Mem0Done, responses=READ)
+@router.delete(
+    "/v2/entities/{entity_type}/{name}/", response_model=Mem0Done, responses=READ,
+    dependencies=[mem0_work("delete")],
+)  # fmt: skip
 def delete_entity(
     entity_type: Annotated[Literal["user", "agent", "run", "app"], Path()],
     name: Annotated[Id, Path()],
@@ -387,7 +418,8 @@ def delete_entity(
 ) -> Mem0Done:
     """Delete every memory of a user, agent or run, whichever agent owns it (the client's delete_users and
     reset): a key that may write the whole namespace."""
-    db, caller = session
+    db, acting = session
+    caller = acting.caller
     namespace_writer(caller, "deleting an entity")
     scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id", "app": "app_id"}[entity_type]
     item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True, **{scope: name})

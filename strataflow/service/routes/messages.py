@@ -7,16 +7,16 @@ from fastapi.responses import JSONResponse
 
 from strataflow.ingest.online import OnlineWrite, write_messages
 from strataflow.ops.freshness import emit_messages_received
-from strataflow.service.deps import CallerDep, SettingsDep, WriterDep
+from strataflow.service.deps import DbDep, SettingsDep, WritingDep, work
 from strataflow.service.errors import error_response, error_responses
 from strataflow.service.schemas import MessagesBody
 
 router = APIRouter(prefix="/v1/messages", tags=["messages"])
 
 
-@router.post("", response_model=OnlineWrite, responses=error_responses())
+@router.post("", response_model=OnlineWrite, responses=error_responses(), dependencies=[work("write")])
 def post_messages(
-    body: MessagesBody, db: WriterDep, caller: CallerDep, settings: SettingsDep, background: BackgroundTasks
+    body: MessagesBody, db: DbDep, acting: WritingDep, settings: SettingsDep, background: BackgroundTasks
 ) -> OnlineWrite | JSONResponse:
     """Write one message or a list into L1 of the key's namespace, idempotent on (source, source_message_id).
 
@@ -28,15 +28,16 @@ def post_messages(
     bound to an agent writes that agent's messages: a record naming another agent is 403.
     """
     records = body.records()
-    for record in records:
+    caller = acting.caller
+    for record in records:  # each record names its own author: the key's agent, or one it may act as
         agent = caller.agent_for(record.get("agent_id"))
         if agent is not None:
             record["agent_id"] = agent
-    written = write_messages(db, settings, caller.namespace, records)
+    written = write_messages(db, settings, acting.namespace, records)
     if written.inserted + written.updated:  # after the commit and the response: never delays nor fails it
         subjects = [str(record.get("subject_id")) for record in records]
         background.add_task(
-            emit_messages_received, settings, caller.namespace, subjects, written.inserted + written.updated
+            emit_messages_received, settings, acting.namespace, subjects, written.inserted + written.updated
         )
     if written.accepted == 0 and written.problems:
         first = written.problems[0]

@@ -31,7 +31,7 @@ from strataflow.config import Settings
 from strataflow.memory import adapters, api, item_embedding, item_sets
 from strataflow.memory.item_fields import name_key
 from strataflow.retrieval.item_search import search_memories
-from strataflow.service.deps import CallerDep, DbDep, SettingsDep, require_writer
+from strataflow.service.deps import ActingDep, DbDep, SettingsDep, work
 from strataflow.service.errors import ApiError, error_responses
 from strataflow.service.keys import Caller
 from strataflow.service.schemas import ID_MAX
@@ -52,10 +52,14 @@ FIELD = "langgraph"  # metadata field: {"namespace": [...], "key", "index", "ttl
 SUBJECT = re.compile(SAFE_ID)
 
 
-@router.post("/batch", response_model=StoreResults, responses=error_responses())
-def batch(body: StoreBatch, db: DbDep, caller: CallerDep, settings: SettingsDep) -> StoreResults:
+@router.post(
+    "/batch", response_model=StoreResults, responses=error_responses(),
+    dependencies=[work("store_batch", "heavy")],
+)  # fmt: skip
+def batch(body: StoreBatch, db: DbDep, acting: ActingDep, settings: SettingsDep) -> StoreResults:
     """Run the operations in order in one transaction; one result each (see StoreResults)."""
-    body = body.model_copy(update={"agent": caller.agent_for(body.agent)})
+    caller = acting.caller
+    body = body.model_copy(update={"agent": acting.agent})
     searches = sum(isinstance(op, SearchOp) for op in body.ops)
     if searches > MAX_SEARCH_OPS:
         raise ApiError(
@@ -66,7 +70,7 @@ def batch(body: StoreBatch, db: DbDep, caller: CallerDep, settings: SettingsDep)
         if isinstance(op, (GetOp, PutOp)):
             _subject(op.namespace, body)
     if any(isinstance(op, PutOp) for op in body.ops):
-        require_writer(caller)
+        acting.require_writer()
         item_sets.delete_expired(db, caller.namespace, [FIELD], agent_id=body.agent)
     puts = [op for op in body.ops if isinstance(op, PutOp) and op.value is not None and op.index is not False]
     with item_embedding.encoded_ahead(
