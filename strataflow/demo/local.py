@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -24,34 +22,11 @@ from typing import Any
 
 from strataflow.config import Settings, load_settings
 from strataflow.demo import tour
-from strataflow.errors import UserError
 from strataflow.llm import local_model
 
 LOCAL_SUBJECTS = 2
 LOCAL_WEEKS = 1
-START_TIMEOUT_S = 600.0
 PROBE = [{"role": "user", "content": 'Reply with the JSON object {"ok": true} and nothing else.'}]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(url: str, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise UserError(
-                f"the llama.cpp server exited with code {server.returncode} while loading the model"
-            )
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=5):
-                return
-        except OSError:
-            time.sleep(1)
-    raise UserError(f"the llama.cpp server at {url} did not answer within {START_TIMEOUT_S:.0f} s")
 
 
 def _seconds_per_call(url: str) -> float:
@@ -68,23 +43,13 @@ def _seconds_per_call(url: str) -> float:
 
 @contextmanager
 def served_model(settings: Settings) -> Iterator[str]:
-    """The packaged model served on a free port for the block; yields its /v1 URL."""
-    path = local_model.assemble(settings.home)
-    command = local_model.serve_command(path, "127.0.0.1", _free_port())
+    """The packaged model served on a free port for the block (strataflow/llm/local_model.py served);
+    yields its /v1 URL."""
     log = settings.home.expanduser() / "logs" / "local-model.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    print(f"starting llama.cpp on {path.name} at {command.url} (log: {log}) ...", file=sys.stderr)
-    with log.open("ab") as output:
-        server = subprocess.Popen(command.argv, stdout=output, stderr=subprocess.STDOUT)
-        try:
-            _wait_ready(command.url, server)
-            yield command.url
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+    print(f"starting llama.cpp with {local_model.MODEL_ID} (log: {log}) ...", file=sys.stderr)
+    with local_model.served(settings.home, log=log) as command:
+        yield command.url
 
 
 def local_environment(url: str) -> dict[str, str]:
@@ -94,7 +59,7 @@ def local_environment(url: str) -> dict[str, str]:
         "STRATAFLOW_ROLLUP_MODEL": model,
         "STRATAFLOW_REFLECT_MODEL": model,
         "STRATAFLOW_LLM_API_BASE": url,
-        "STRATAFLOW_LLM_RESPONSE_FORMAT": "json_object",  # llama-cpp-python takes text or json_object only
+        "STRATAFLOW_LLM_RESPONSE_FORMAT": "json_schema",  # llama.cpp's server makes a grammar of it
         "STRATAFLOW_LLM_TIMEOUT_S": "600",
         "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "local"),
     }
