@@ -65,17 +65,25 @@ class Settings(BaseSettings):
         description='Tokens one run may spend per namespace, as JSON ({"alpha": 200000}); a namespace not '
         "listed gets an equal part of STRATAFLOW_LLM_BUDGET_TOKENS among those a stage works for.",
     )
-    llm_response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
+    llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
         "auto",
         description="How a stage asks for its JSON: json_schema (the stage's pydantic schema as "
-        "response_format; llama.cpp, vLLM and Ollama turn it into a grammar), json_object, or none "
-        "(instructions only). auto: json_schema when litellm says the model supports it, else json_object "
-        "when it takes response_format.",
+        "response_format; llama.cpp, vLLM and Ollama turn it into a grammar), json_object_schema (the schema "
+        "inside a json_object response_format: llama-cpp-python's server makes the grammar from it), "
+        "json_object, or none (instructions only). auto: json_schema when litellm says the model supports "
+        "it, else json_object when it takes response_format.",
     )
     llm_max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx and timeouts.")
     llm_timeout_s: float = Field(120.0, gt=0, description="Timeout of one LLM request.")
     llm_concurrency: int = Field(2, ge=1, le=64, description="LLM requests in flight at once per process.")
     extract_batch_tokens: int = Field(3000, ge=200, description="Message tokens per extraction call.")
+    extract_prompt_profile: Literal["auto", "full", "small"] = Field(
+        "auto",
+        description="The extraction prompt: full (every rule, the whole item schema), small (short rules, "
+        "bilingual examples, a flat item list, batches of at most 800 tokens: for 0.5B-3B models), or auto: "
+        "small when the extraction model's name gives at most 4B parameters (qwen2.5:1.5b-instruct), "
+        "else full.",
+    )
     llm_batch_poll_s: float = Field(
         60.0,
         gt=0,

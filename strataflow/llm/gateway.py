@@ -421,6 +421,10 @@ class LLMGateway:
         if mode == "json_schema":
             json_schema = {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}
             kwargs["response_format"] = {"type": "json_schema", "json_schema": json_schema}
+        elif mode == "json_object_schema":
+            # llama-cpp-python's server answers 500 to json_schema but builds the same grammar from a schema
+            # given with json_object: valid by construction there too
+            kwargs["response_format"] = {"type": "json_object", "schema": schema.model_json_schema()}
         elif mode != "offline":
             # No schema travels with the request: the instructions carry it, so a model that ignores
             # response_format (or a server without it) still knows the shape to return.
@@ -431,7 +435,8 @@ class LLMGateway:
 
     def response_format(self, litellm: Any, model: str) -> str:
         """How this model is asked for JSON (STRATAFLOW_LLM_RESPONSE_FORMAT; auto asks litellm): json_schema,
-        json_object or none; offline for the offline provider, which always answers in its schema."""
+        json_object_schema, json_object or none; offline for the offline provider, which always answers in
+        its schema."""
         if model.startswith("offline/"):
             return "offline"
         if self.settings.llm_response_format != "auto":

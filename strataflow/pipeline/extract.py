@@ -37,7 +37,6 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from models.llm import ExtractionOutput
 from models.params import EVERY_SCOPE, Recompute, Shard
 from models.results import ExtractResult
 from strataflow import telemetry
@@ -57,6 +56,7 @@ from strataflow.pipeline.extract_prompt import (
     batch_cache_key,
     build_extract_messages,
     chunk_messages,
+    extract_prompt,
 )
 from strataflow.pipeline.progress import progress_bar
 from strataflow.pipeline.scopes import (
@@ -70,7 +70,16 @@ from strataflow.pipeline.scopes import (
 )
 from strataflow.pipeline.stage_loop import run_units, scope_name, stage_gateway
 
-__all__ = ["EXTRACT_ROLES", "EXTRACT_SYSTEM", "PROMPT_VERSION", "STAGE", "ExtractResult", "extract_new"]
+__all__ = [
+    "EXTRACT_ROLES",
+    "EXTRACT_SYSTEM",
+    "PROMPT_VERSION",
+    "STAGE",
+    "ExtractResult",
+    "build_extract_messages",
+    "extract_new",
+    "extract_prompt",
+]
 
 # Items the extraction stage wrote from a message of a recompute window (typed items of hot memory have their
 # own prompt version and are not counted), and how many of them another model or prompt version produced (and
@@ -118,10 +127,16 @@ def existing_keys(conn: Connection, namespace: str, subject_id: str) -> list[str
 
 
 def scope_work(
-    conn: Connection, scope: Scope, batch_tokens: int, model: str, recompute: Recompute | None = None
+    conn: Connection,
+    scope: Scope,
+    batch_tokens: int,
+    model: str,
+    recompute: Recompute | None = None,
+    prompt_version: str = PROMPT_VERSION,
 ) -> ScopeWork:
     """Read a scope's messages past its watermark (or, recomputing, in the window) and batch them; used by
-    the run and by the backfill's dry-run plan alike. The caller owns the transaction."""
+    the run and by the backfill's dry-run plan alike. The caller owns the transaction. prompt_version: the
+    configured profile's (extract_prompt), which a recomputed window must be current for."""
     if recompute is None:
         messages = scope_messages(conn, scope)
     else:
@@ -131,7 +146,7 @@ def scope_work(
     current = False
     if recompute is not None and not recompute.force and batches:
         ids = [m.message_id for batch in batches for m in batch if m.role in EXTRACT_ROLES]
-        params = {**scope_params(scope), "model": model, "prompt_version": PROMPT_VERSION}
+        params = {**scope_params(scope), "model": model, "prompt_version": prompt_version}
         window = conn.execute(SELECT_WINDOW_ITEMS, {**params, "message_ids": ids}).one()
         current = window.items > 0 and window.stale == 0
     return ScopeWork(messages, batches, current)
@@ -181,12 +196,14 @@ def _extract_scope(
     engine: Engine, gateway: LLMGateway, scope: Scope, recompute: Recompute | None, result: ExtractResult
 ) -> None:
     model = gateway.model_for(STAGE)
-    lineage = Lineage(gateway.run_id, PROMPT_VERSION, model)
+    prompt = extract_prompt(gateway.settings)
+    lineage = Lineage(gateway.run_id, prompt.version, model)
     with engine.connect() as conn, scope_lock(conn, STAGE, scope) as acquired:
         if not acquired:
             result.scopes_locked += 1
             return
-        work = scope_work(conn, scope, gateway.settings.extract_batch_tokens, model, recompute)
+        batch_tokens = prompt.batch_tokens(gateway.settings)
+        work = scope_work(conn, scope, batch_tokens, model, recompute, prompt.version)
         conn.commit()
         if work.current:
             result.scopes_current += 1
@@ -197,9 +214,9 @@ def _extract_scope(
             conn.commit()
             output = gateway.complete(
                 STAGE,
-                PROMPT_VERSION,
-                build_extract_messages(batch, existing),
-                ExtractionOutput,
+                prompt.version,
+                prompt.messages(batch, existing),
+                prompt.schema,
                 namespace=scope.namespace,
                 subject_id=scope.subject_id,
                 cache_key=batch_cache_key(batch),

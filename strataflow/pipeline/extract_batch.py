@@ -45,13 +45,7 @@ from strataflow.llm.batch import (
 )
 from strataflow.llm.ledger import cached_answer
 from strataflow.pipeline.extract import existing_keys, scope_work, scopes_to_extract
-from strataflow.pipeline.extract_prompt import (
-    PROMPT_VERSION,
-    STAGE,
-    answer_context,
-    batch_cache_key,
-    build_extract_messages,
-)
+from strataflow.pipeline.extract_prompt import STAGE, answer_context, batch_cache_key, extract_prompt
 from strataflow.pipeline.stage_loop import stage_gateway
 
 
@@ -76,20 +70,21 @@ def extract_batch_requests(
     gateway = stage_gateway(settings, None)
     litellm = lazy.litellm()
     waiting = pending_hashes(settings, engine, STAGE, model)
+    prompt = extract_prompt(settings)
     requests: list[BatchRequest] = []
     with engine.connect() as conn:
         for scope in scopes_to_extract(conn, namespace, shard):
-            work = scope_work(conn, scope, settings.extract_batch_tokens, model)
+            work = scope_work(conn, scope, prompt.batch_tokens(settings), model, None, prompt.version)
             keys = existing_keys(conn, scope.namespace, scope.subject_id)
             for batch in work.batches:
-                messages = build_extract_messages(batch, keys)
+                messages = prompt.messages(batch, keys)
                 call = gateway.call_for(
-                    STAGE, PROMPT_VERSION, messages, ExtractionOutput, scope.namespace, scope.subject_id,
+                    STAGE, prompt.version, messages, prompt.schema, scope.namespace, scope.subject_id,
                     batch_cache_key(batch),
                 )  # fmt: skip
-                if call.input_hash in waiting or cached_answer(ledger, call, ExtractionOutput) is not None:
+                if call.input_hash in waiting or cached_answer(ledger, call, prompt.schema) is not None:
                     continue
-                body = gateway.request_body(litellm, model, messages, ExtractionOutput)
+                body = gateway.request_body(litellm, model, messages, prompt.schema)
                 event_at = max(m.event_at for m in batch)
                 requests.append(BatchRequest(call, body, event_at, answer_context(batch)))
     return requests

@@ -6,14 +6,23 @@ them is strataflow/pipeline/extract.py; the output schema is models/llm.py Extra
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from models.common import MemoryKind
+from models.llm import ExtractionOutput
 from models.vocabulary import PROFILE_SECTIONS
+from strataflow.config import Settings
 from strataflow.llm.prompt_blocks import json_line, json_lines_block, task_block, text_block
 from strataflow.llm.tokens import count_tokens
+from strataflow.pipeline.extract_prompt_small import (
+    SMALL_BATCH_TOKENS,
+    SMALL_PROMPT_VERSION,
+    SMALL_SYSTEM,
+    SmallExtractionOutput,
+)
 from strataflow.pipeline.scopes import ScopeMessage
 
 STAGE = "extract"
@@ -122,10 +131,13 @@ def message_record(message: ScopeMessage) -> dict[str, Any]:
     return record
 
 
-def build_extract_messages(batch: list[ScopeMessage], existing_keys: list[str]) -> list[dict[str, str]]:
-    """The chat messages of one extraction call: instructions, then the data blocks. A batch may carry the
-    assistant's turns for context (seed 000 save_info passes both messages); they are marked, and a note
-    says facts come only from the subject's own lines. A batch of user turns only is sent as before."""
+def build_extract_messages(
+    batch: list[ScopeMessage], existing_keys: list[str], system: str = EXTRACT_SYSTEM
+) -> list[dict[str, str]]:
+    """The chat messages of one extraction call: instructions (the profile's), then the data blocks. A batch
+    may carry the assistant's turns for context (seed 000 save_info passes both messages); they are marked,
+    and a note says facts come only from the subject's own lines. A batch of user turns only is sent as
+    before."""
     blocks = [
         task_block(STAGE),
         text_block("existing_keys", ", ".join(existing_keys)),
@@ -133,7 +145,7 @@ def build_extract_messages(batch: list[ScopeMessage], existing_keys: list[str]) 
     ]
     if any(m.role != "user" for m in batch):
         blocks.insert(1, text_block("roles", CONTEXT_NOTE))
-    return [{"role": "system", "content": EXTRACT_SYSTEM}, {"role": "user", "content": "\n".join(blocks)}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(blocks)}]
 
 
 def answer_context(batch: list[ScopeMessage]) -> dict[str, Any]:
@@ -144,3 +156,45 @@ def answer_context(batch: list[ScopeMessage]) -> dict[str, Any]:
 def batch_cache_key(batch: list[ScopeMessage]) -> str:
     """The identity of a batch's work: its message ids and content hashes, in order."""
     return json.dumps([[m.message_id, m.content_hash] for m in batch])
+
+
+@dataclass(frozen=True)
+class ExtractPrompt:
+    """One profile of the extraction prompt: its instructions, the schema it asks for, its version (the
+    cache's and the items' lineage) and the batch size it is made for."""
+
+    profile: str
+    version: str
+    system: str
+    schema: type[ExtractionOutput]
+    max_batch_tokens: int | None  # None: STRATAFLOW_EXTRACT_BATCH_TOKENS as set
+
+    def messages(self, batch: list[ScopeMessage], existing_keys: list[str]) -> list[dict[str, str]]:
+        return build_extract_messages(batch, existing_keys, self.system)
+
+    def batch_tokens(self, settings: Settings) -> int:
+        configured = settings.extract_batch_tokens
+        return configured if self.max_batch_tokens is None else min(configured, self.max_batch_tokens)
+
+
+FULL = ExtractPrompt("full", PROMPT_VERSION, EXTRACT_SYSTEM, ExtractionOutput, None)
+SMALL = ExtractPrompt("small", SMALL_PROMPT_VERSION, SMALL_SYSTEM, SmallExtractionOutput, SMALL_BATCH_TOKENS)
+PROFILES = {prompt.profile: prompt for prompt in (FULL, SMALL)}
+SMALL_MODEL_BILLIONS = 4.0  # a model named with at most this many billion parameters gets the small profile
+PARAMETER_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)b(?![a-z])")
+
+
+def is_small_model(model: str) -> bool:
+    """Whether the model's name gives its size as at most SMALL_MODEL_BILLIONS ("qwen2.5:1.5b-instruct",
+    "openai/qwen2.5-coder-0.5b-instruct", "llama3.2:3b"; not "qwen2.5-7b-instruct" or "gpt-4o-mini")."""
+    sizes = [float(match) for match in PARAMETER_COUNT.findall(model.lower().replace(":", "-"))]
+    return bool(sizes) and max(sizes) <= SMALL_MODEL_BILLIONS
+
+
+def extract_prompt(settings: Settings) -> ExtractPrompt:
+    """The extraction prompt profile for the configured model: STRATAFLOW_EXTRACT_PROMPT_PROFILE, or (auto)
+    the small profile for a model whose name says it is small, else the full one."""
+    if settings.extract_prompt_profile != "auto":
+        return PROFILES[settings.extract_prompt_profile]
+    model = settings.extract_model
+    return SMALL if not model.startswith("offline/") and is_small_model(model) else FULL

@@ -114,11 +114,13 @@ def plan_extract(
 ) -> StagePlan:
     """Extraction: the batches past the watermarks, then (recomputing) every batch of the window."""
     force = window is not None and window.force
-    counter = Counter(settings, "extract", extract.PROMPT_VERSION, force)
+    prompt = extract.extract_prompt(settings)
+    counter = Counter(settings, "extract", prompt.version, force)
     units = 0
     for recompute in (None, window) if window is not None else (None,):
         for scope in extract.scopes_to_extract(conn, namespace, EVERY_SCOPE, recompute):
-            work = extract.scope_work(conn, scope, settings.extract_batch_tokens, counter.model, recompute)
+            batch_tokens = prompt.batch_tokens(settings)
+            work = extract.scope_work(conn, scope, batch_tokens, counter.model, recompute, prompt.version)
             if not work.batches:
                 continue
             units += 1
@@ -126,24 +128,29 @@ def plan_extract(
             cached = (
                 set()
                 if recompute is None or recompute.force
-                else cached_batches(conn, counter, work, scope.namespace)
+                else cached_batches(conn, counter, work, scope.namespace, prompt.schema)
             )
             for batch in work.batches:
                 current = work.current or extract.batch_cache_key(batch) in cached
-                prompt = extract.build_extract_messages(batch, keys)
-                counter.add(scope.namespace, scope.subject_id, prompt, current)
+                counter.add(scope.namespace, scope.subject_id, prompt.messages(batch, keys), current)
     return counter.finish(conn, "extract", units)
 
 
-def cached_batches(conn: Connection, counter: Counter, work: extract.ScopeWork, namespace: str) -> set[str]:
-    """Cache keys of the work's batches that the configured model and prompt version already answered for
-    the namespace (the cache is keyed by namespace)."""
+def cached_batches(
+    conn: Connection,
+    counter: Counter,
+    work: extract.ScopeWork,
+    namespace: str,
+    schema: type[ExtractionOutput] = ExtractionOutput,
+) -> set[str]:
+    """Cache keys of the work's batches that the configured model and prompt version (the counter's) already
+    answered for the namespace (the cache is keyed by namespace)."""
     by_hash = {
-        input_hash([], ExtractionOutput, extract.batch_cache_key(batch)): extract.batch_cache_key(batch)
+        input_hash([], schema, extract.batch_cache_key(batch)): extract.batch_cache_key(batch)
         for batch in work.batches
     }
     params = {
-        "stage": "extract", "prompt_version": extract.PROMPT_VERSION, "model": counter.model,
+        "stage": "extract", "prompt_version": counter.plan.prompt_version, "model": counter.model,
         "namespace": namespace,
     }  # fmt: skip
     found = conn.execute(SELECT_CACHED, {**params, "hashes": list(by_hash)}).scalars()

@@ -1,6 +1,6 @@
 """Seed 000 save_info: the extraction stage run on one exchange, now.
 
-The same prompt (build_extract_messages, PROMPT_VERSION), output schema (ExtractionOutput), gateway, ledger
+The same prompt (extract_prompt: the configured profile), output schema (ExtractionOutput), gateway, ledger
 and cache as strataflow/pipeline/extract.py. The assistant's turn goes along as context (marked as such in
 the prompt); only items stated in the user's turn are kept. The exchange is not written to L1: its messages
 get the ids 1 (user) and 2 (assistant) inside the prompt only, and the saved items carry metadata
@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from models.common import DEFAULT_IMPORTANCE
-from models.llm import ExtractedItem, ExtractionOutput
+from models.llm import ExtractedItem
 from models.user_memory import SavedMemory, SaveInfoResult
 from models.vocabulary import normalize_key
 from strataflow.config import Settings
@@ -60,11 +60,12 @@ def save_exchange(
     with session() as db:
         existing = extract.existing_keys(db, namespace, subject_id)
     gateway = stage_gateway(settings, None)
+    prompt = extract.extract_prompt(settings)
     output = gateway.complete(  # with no connection of the caller's held (module docstring)
         extract.STAGE,
-        extract.PROMPT_VERSION,
-        extract.build_extract_messages(batch, existing),
-        ExtractionOutput,
+        prompt.version,
+        prompt.messages(batch, existing),
+        prompt.schema,
         namespace=namespace,
         subject_id=subject_id,
         cache_key=extract.batch_cache_key(batch),
@@ -82,7 +83,7 @@ def save_exchange(
         else:
             fresh.append(item)
             result.extracted_info.setdefault(item.key, item.value)
-    lineage = Lineage(None, extract.PROMPT_VERSION, gateway.model_for(extract.STAGE))
+    lineage = Lineage(None, prompt.version, gateway.model_for(extract.STAGE))
     with session() as db:
         applied = apply_extracted(
             db, namespace, subject_id, fresh, cites, lineage, l1_ids=False, metadata={"via": "save_info"},

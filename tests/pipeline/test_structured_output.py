@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,7 +20,10 @@ from models.llm import ExtractionOutput
 from strataflow.cli import app
 from strataflow.config import Settings
 from strataflow.llm.gateway import LLMGateway
+from strataflow.pipeline.extract_prompt import FULL, SMALL, answer_context, extract_prompt
+from strataflow.pipeline.extract_prompt_small import SMALL_SCHEMA, SMALL_SYSTEM
 from strataflow.pipeline.runs import scope_ref
+from strataflow.pipeline.scopes import ScopeMessage
 
 PROMPT = [{"role": "system", "content": "Extract."}, {"role": "user", "content": "<task>\nextract\n</task>"}]
 SELECT_CALLS = text(
@@ -51,6 +55,48 @@ def test_a_json_schema_model_gets_the_stage_schema_as_response_format(
     assert sent["response_format"]["json_schema"]["name"] == "ExtractionOutput"
     assert sent["response_format"]["json_schema"]["schema"] == ExtractionOutput.model_json_schema()
     assert sent["messages"] == PROMPT, "the schema travels as response_format, the prompt is unchanged"
+
+
+def test_json_object_schema_sends_the_schema_inside_a_json_object_response_format(
+    settings: Settings, engine: Engine, llm_server: Any
+) -> None:
+    """llama-cpp-python's server refuses json_schema and makes its grammar from json_object's schema."""
+    llm_server.script = [(200, '{"items": []}')]
+    http = _http(settings, llm_server.url, llm_response_format="json_object_schema")
+    LLMGateway(http, uuid.uuid4()).complete("extract", f"v-{uuid.uuid4()}", PROMPT, ExtractionOutput)
+    sent = llm_server.requests[0]
+    assert sent["response_format"] == {"type": "json_object", "schema": ExtractionOutput.model_json_schema()}
+
+
+def test_a_small_model_gets_the_small_profile_and_its_flat_item_schema_as_the_grammar(
+    settings: Settings, engine: Engine, llm_server: Any
+) -> None:
+    """The small profile over the real request path: its short instructions, the same <messages> block as
+    the full profile, and the flat item list as the json_schema the server turns into a grammar; the answer
+    is validated against the batch's lines as every extraction answer is."""
+    small = _http(
+        settings,
+        llm_server.url,
+        extract_model="openai/qwen2.5:1.5b-instruct",
+        llm_response_format="json_schema",
+    )
+    prompt = extract_prompt(small)
+    assert prompt is SMALL and extract_prompt(_http(settings, llm_server.url)) is FULL
+    batch = [ScopeMessage(7, "user", "I live in Lisbon.", "h7", datetime(2026, 11, 2, tzinfo=UTC), 1)]
+    llm_server.script = [(200, json.dumps({"items": [
+        {"source_message_ids": [7], "statement": "I live in Lisbon", "kind": "fact", "key": "location",
+         "value": "Lisbon"},
+        {"source_message_ids": [901], "statement": "I'm Tom", "kind": "fact", "key": "name", "value": "Tom"},
+    ]}))]  # fmt: skip
+    output = LLMGateway(small, uuid.uuid4()).complete(
+        "extract", prompt.version, prompt.messages(batch, []), prompt.schema, context=answer_context(batch)
+    )
+    sent = llm_server.requests[0]
+    assert sent["response_format"]["json_schema"]["schema"] == SMALL_SCHEMA
+    assert sent["messages"][0]["content"] == SMALL_SYSTEM
+    assert sent["messages"][1] == FULL.messages(batch, [])[1], "the data blocks are the full profile's"
+    assert [(i.key, i.value, i.confidence) for i in output.items] == [("location", "Lisbon", 0.9)]
+    assert output.unsupported == 1, "the example's item, citing no line of the batch, is left out"
 
 
 def test_a_model_without_json_schema_gets_the_schema_in_its_instructions(
