@@ -206,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="timed context calls and writes")
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each throughput phase")
     parser.add_argument("--workers", type=int, default=2, help="server processes (strataflow api --workers)")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep the rows an earlier run loaded in this home"
+    )
     args = parser.parse_args(argv)
     from strataflow.config import load_settings
     from strataflow.db import migrations
@@ -217,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     migrations.upgrade(engine_for(settings))
     rng = random.Random(42)
     scopes = max(1, min(args.scopes, args.rows))
-    loaded = load(settings, args.rows, scopes, rng)
+    loaded = load(settings, args.rows, scopes, rng, reuse=args.reuse)
+    rng = random.Random(43)  # the timed calls: the same whether the rows were loaded now or before
     key = make_key(settings)
     get_embedder(settings).encode(["warm up the model"])
     count_tokens("warm up the counter")
