@@ -6,7 +6,9 @@ message_keys' own sequence), create missing weekly partitions, insert new keys i
 their rows into conversation_messages (with the full-text vector); when some keys already existed, rewrite
 those whose content_hash changed (same message_id; new content, fts and ingest_seq; embedding cleared;
 possibly another partition) and skip the rest. A key whose L1 row expired (message_keys.expired_at) is never
-brought back. Bad records of the chunk go to quarantine in the same transaction.
+brought back. Bad records of the chunk go to quarantine in the same transaction. A chunk of a run over every
+namespace that wrote rows records the run in their namespaces in the same transaction (sql/480), so a run
+that dies after its ingest is still seen by each namespace's analysts once it is marked crashed.
 
 A restore (`strataflow import`) also writes the keys of messages whose L1 row had expired in the exported
 namespace (restore_expired_keys): the lineage anchors of L2/L3 rows, which outlive L1.
@@ -47,6 +49,10 @@ PREPARE_STAGE = text(
     delete from ingest_stage;
     delete from ingest_changed
     """
+)
+# The run's trace in the namespaces of the chunk's rows (a run of one namespace has its row already).
+NOTE_RUN_NAMESPACES = text(
+    "select strataflow_note_run_namespaces(:run_id, array(select distinct namespace from ingest_stage))"
 )
 COPY_STAGE = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}) from stdin"
 COPY_STAGE_WITH_VECTORS = f"copy ingest_stage ({', '.join(STAGE_COLUMNS)}, fts) from stdin"
@@ -247,6 +253,8 @@ def write_chunk(
                 INSERT_CHANGED, {"run_id": run_id, "retention_days": retention_days}
             ).rowcount
     counts.skipped += staged - counts.inserted - counts.updated
+    if run_id is not None and (counts.inserted or counts.updated):
+        conn.execute(NOTE_RUN_NAMESPACES, {"run_id": run_id})
     return counts
 
 

@@ -4,7 +4,12 @@ and (with STRATAFLOW_ALERT_WEBHOOK) the alert automation.
 The server's UI reads its API address from /ui-settings, which Prefect fills from PREFECT_UI_API_URL, else
 from PREFECT_SERVER_API_HOST:PORT (4200 by default): not from `prefect server start --port`. So serve sets
 PREFECT_UI_API_URL (and the server's host and port settings) from --host and --port; the UI then works on
-any port.
+any port. It sets PREFECT_UI_URL too: the server renders the alerts' links to a flow run (the `ui_url`
+filter of the automation's payload) from it, and without it every alert's flow_run_url was null.
+
+While it runs, serve reaps crashed runs every minute (strataflow/pipeline/runs.py reap_crashed): a run of
+any flow whose process died (kill -9, out of memory) is marked crashed in pipeline_runs and Crashed in
+Prefect, even when no later run of its flow comes to do it.
 
 Order: the server, the work pool, the worker, the `fresh` deployment with its event trigger, the alert
 automation, one catch-up run of `fresh` (messages posted before the trigger existed), then the `llm` limit
@@ -52,6 +57,7 @@ def server_environment(env: dict[str, str], host: str, port: int) -> dict[str, s
     is kept)."""
     server_env = {key: value for key, value in env.items() if key != "PREFECT_API_URL"}
     server_env.setdefault("PREFECT_UI_API_URL", api_url(port, host))
+    server_env.setdefault("PREFECT_UI_URL", server_env["PREFECT_UI_API_URL"].removesuffix("/api"))
     server_env.update({"PREFECT_SERVER_API_HOST": host, "PREFECT_SERVER_API_PORT": str(port)})
     return server_env
 
@@ -195,6 +201,23 @@ def catch_up(url: str) -> None:
         run_deployment("fresh/fresh", parameters={}, timeout=CATCH_UP_WAIT_S)  # alone on the CPU first
 
 
+REAP_EVERY_S = 60.0
+
+
+def reap(settings: Settings, url: str) -> None:
+    """Mark the runs of this host whose process died crashed, in pipeline_runs and in Prefect at url."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from strataflow.db.engine import engine_for
+    from strataflow.pipeline.runs import reap_crashed
+
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            reap_crashed(engine_for(settings))
+    except Exception as exc:  # noqa: BLE001 (the database away for a moment must not stop serve)
+        logger.warning("could not reap crashed runs: %s", exc)
+
+
 def serve(
     settings: Settings, port: int = 4200, pool: str = "strataflow-pool", host: str = "127.0.0.1"
 ) -> None:
@@ -243,7 +266,11 @@ def serve(
             " Ctrl-C stops the worker and the server.",
             file=sys.stderr,
         )
+        reaped_at = 0.0
         while server.poll() is None and worker.poll() is None:
+            if time.monotonic() - reaped_at >= REAP_EVERY_S:
+                reap(settings, url)
+                reaped_at = time.monotonic()
             time.sleep(1)
     except KeyboardInterrupt:
         print("stopping the worker and the server ...", file=sys.stderr)

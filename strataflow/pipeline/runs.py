@@ -10,7 +10,9 @@ a stand-alone ingest (record_run). The final state follows one policy (run_statu
 - completed: everything asked was done (quarantined records are counted, not failures);
 - crashed: the process died before it could close the run. Each run records its host, process id and the
   process's start time; the next run of the same flow on that host marks a 'running' run whose process is
-  gone as crashed (start_run), so no run stays 'running' forever.
+  gone as crashed (start_run), and so does `strataflow serve`'s reaper for every flow (reap_crashed), so no
+  run stays 'running' forever. A crashed flow run is marked Crashed in Prefect too (crash_in_prefect), where
+  a process killed with SIGKILL could not report it: its flow run would otherwise show Running for good.
 
 Errors that name a scope name it by `scope_ref` (namespace and a short sha256 of namespace + subject id,
 the hash `strataflow forget` reports), never by the subject id: pipeline_runs must not keep a trace of a
@@ -62,8 +64,9 @@ INSERT_RUN = text(
 )
 SELECT_RUNNING = text(
     """
-    select run_id, pid, process_started_at from pipeline_runs
-    where flow = :flow and status = 'running' and host = :host and pid is not null
+    select run_id, pid, process_started_at, prefect_flow_run_id from pipeline_runs
+    where (flow = cast(:flow as text) or cast(:flow as text) is null)
+        and status = 'running' and host = :host and pid is not null
     """
 )
 MARK_CRASHED = text(
@@ -201,17 +204,58 @@ def process_alive(pid: int, started: datetime | None) -> bool:
     return started is None or abs(created - started.timestamp()) < 1.0
 
 
-def mark_crashed(engine: Engine, flow: str) -> list[uuid.UUID]:
-    """Mark this flow's 'running' runs of this host whose process is gone as crashed; their ids."""
+def mark_crashed(engine: Engine, flow: str | None) -> list[uuid.UUID]:
+    """Mark the 'running' runs of this flow (None: of every flow) on this host whose process is gone as
+    crashed, in pipeline_runs and in Prefect (crash_in_prefect); their ids."""
     host, _, _ = this_process()
     with engine.begin() as conn:
         rows = conn.execute(SELECT_RUNNING, {"flow": flow, "host": host}).all()
-        dead = [row.run_id for row in rows if not process_alive(row.pid, row.process_started_at)]
+        dead = [row for row in rows if not process_alive(row.pid, row.process_started_at)]
         if dead:
-            conn.execute(MARK_CRASHED, {"run_ids": dead})
-            for run_id in dead:  # what a crashed run over every namespace did, as far as it left traces
-                conn.execute(ATTRIBUTE_RUN, {"run_id": run_id, "given": "{}"})
+            conn.execute(MARK_CRASHED, {"run_ids": [row.run_id for row in dead]})
+            for row in dead:  # what a crashed run over every namespace did, as far as it left traces
+                conn.execute(ATTRIBUTE_RUN, {"run_id": row.run_id, "given": "{}"})
+    crash_in_prefect([row.prefect_flow_run_id for row in dead if row.prefect_flow_run_id is not None])
+    return [row.run_id for row in dead]
+
+
+def reap_crashed(engine: Engine) -> list[uuid.UUID]:
+    """The reaper (`strataflow serve` calls it every minute): mark every flow's runs of this host whose
+    process is gone as crashed, also of a flow that does not run again soon (a killed backfill); their ids."""
+    dead = mark_crashed(engine, None)
+    for run_id in dead:
+        logging.getLogger(__name__).warning("run %s had crashed: marked crashed", run_id)
     return dead
+
+
+def crash_in_prefect(flow_run_ids: list[uuid.UUID]) -> int:
+    """Set these Prefect flow runs Crashed (forced: their process died without reporting) unless they already
+    ended; how many were set. Only where this process already uses Prefect (a flow run, `strataflow serve`),
+    on the API it is configured for; never raises: the pipeline_runs row is the record, Prefect's state a
+    mirror of it."""
+    if not flow_run_ids or "prefect" not in sys.modules:
+        return 0
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    marked = 0
+    try:
+        with get_client(sync_client=True) as client:
+            for flow_run_id in flow_run_ids:
+                try:
+                    state = client.read_flow_run(flow_run_id).state
+                    if state is not None and state.is_final():
+                        continue
+                    message = "the process that ran it died without closing the run (marked by strataflow)"
+                    client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+                    marked += 1
+                except Exception as exc:  # noqa: BLE001 (a run of another Prefect server, the API away)
+                    logging.getLogger(__name__).warning(
+                        "could not mark flow run %s Crashed in Prefect: %s", flow_run_id, exc
+                    )
+    except Exception as exc:  # noqa: BLE001 (no Prefect API reachable from here)
+        logging.getLogger(__name__).warning("could not reach Prefect to mark crashed runs: %s", exc)
+    return marked
 
 
 def start_run(

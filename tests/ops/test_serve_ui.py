@@ -20,6 +20,7 @@ def test_the_server_environment_points_the_ui_at_the_served_host_and_port() -> N
     env = server_environment({"PREFECT_API_URL": "http://elsewhere/api", "HOME": "/h"}, "127.0.0.1", 4311)
     assert "PREFECT_API_URL" not in env and env["HOME"] == "/h"
     assert env["PREFECT_UI_API_URL"] == "http://127.0.0.1:4311/api"
+    assert env["PREFECT_UI_URL"] == "http://127.0.0.1:4311"  # the alerts' links to a flow run's page
     assert (env["PREFECT_SERVER_API_HOST"], env["PREFECT_SERVER_API_PORT"]) == ("127.0.0.1", "4311")
     assert api_url(4311, "0.0.0.0") == "http://127.0.0.1:4311/api"
     kept = server_environment({"PREFECT_UI_API_URL": "https://prefect.example/api"}, "0.0.0.0", 4311)
