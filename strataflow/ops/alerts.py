@@ -6,17 +6,26 @@ Every strataflow flow run emits, when it closes its pipeline_runs row, the event
 deployments chain on them with a deployment trigger (docs/deployments.md has one that runs the dbt build
 after the weekly).
 
-`register_alerts(url)` saves a Webhook block and one automation, `strataflow-alerts`, that POSTs a JSON
-body to the webhook when a run of a strataflow flow (FLOW_NAMES) ends Failed or Crashed, or emits
-completed_with_errors. `strataflow serve` calls it when STRATAFLOW_ALERT_WEBHOOK is set; `strataflow
-notify setup --webhook URL` on any Prefect server (PREFECT_API_URL). Rerunning replaces the block's URL and
-the automation, never adds a second one.
+`register_alerts(url)` saves a Webhook block and three automations that POST a JSON body to the webhook:
+`strataflow-alerts` when a run of a strataflow flow (FLOW_NAMES) ends Failed or Crashed, or emits
+completed_with_errors or recovered; `strataflow-late-starts` when a scheduled run has not started on time
+(Prefect's Late state), at most once per flow per LATE_REPEAT: a worker that is down makes the 10-minute
+incremental late six times an hour, which is one incident, not six; `strataflow-late-runs` when a nightly or
+weekly started and has not ended in time. `strataflow serve` calls it when STRATAFLOW_ALERT_WEBHOOK is set;
+`strataflow notify setup --webhook URL` on any Prefect server (PREFECT_API_URL). Rerunning replaces the
+block's URL and the automations, never adds a second one.
+
+Every body names the flow run's UI page (flow_run_url): Prefect's `ui_url` filter where the server knows
+its UI address (PREFECT_UI_URL, which `strataflow serve` sets), else the UI address of the API the alerts
+were registered on. A Failed or Crashed run's failed_scopes are the scopes (`namespace/sha256:<hash>`,
+runs.scope_ref) its state message names, as an event's are the ones its errors name.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import socket
 import uuid
 from datetime import timedelta
@@ -30,19 +39,18 @@ logger = logging.getLogger(__name__)
 
 AUTOMATION_NAME = "strataflow-alerts"
 LATE_AUTOMATION_NAME = "strataflow-late-runs"
+LATE_START_AUTOMATION_NAME = "strataflow-late-starts"
+LATE_REPEAT = timedelta(hours=1)  # at most one Late alert per flow in this time
 SCHEDULED_FLOWS = ["nightly", "weekly"]  # the scheduled runs whose lateness is alerted
 WEBHOOK_BLOCK = "strataflow-alert-webhook"
 FLOW_NAMES = ["nightly", "weekly", "incremental", "fresh", "assets", "backfill", "analytics"]
 EVENT_COMPLETED = "strataflow.run.completed"
 EVENT_WITH_ERRORS = "strataflow.run.completed_with_errors"
 EVENT_RECOVERED = "strataflow.run.recovered"
-ALERT_EVENTS = {
-    "prefect.flow-run.Failed",
-    "prefect.flow-run.Crashed",
-    "prefect.flow-run.Late",  # a scheduled run that has not started (Prefect's late-runs service)
-    EVENT_WITH_ERRORS,
-    EVENT_RECOVERED,
-}
+ALERT_EVENTS = {"prefect.flow-run.Failed", "prefect.flow-run.Crashed", EVENT_WITH_ERRORS, EVENT_RECOVERED}
+LATE_EVENT = "prefect.flow-run.Late"  # a scheduled run that has not started (Prefect's late-runs service)
+# A scope as run errors name it (strataflow/pipeline/runs.py scope_ref): namespace/sha256:<hex>.
+SCOPE_REF = re.compile(r"[\w.-]+/sha256:[0-9a-f]{6,}")
 FINAL_STATES = ["prefect.flow-run.Completed", "prefect.flow-run.Failed", "prefect.flow-run.Crashed",
                 "prefect.flow-run.Cancelled"]  # fmt: skip
 RUN_TAG = "strataflow.run:"  # the Prefect flow run's tag naming its pipeline_runs row
@@ -66,8 +74,18 @@ PAYLOAD = """{%- set p = event.payload or {} -%}
 {%- set flow_name = p.get("flow") or (flow.name if flow else none)
                     or event.resource.get("strataflow.flow") -%}
 {%- set run_name = flow_run.name if flow_run else event.resource.get("prefect.resource.name", "") -%}
-{%- set message = (p.get("validated_state") or {}).get("message") or "" -%}
-{%- set message = ": ".join(message.split(": ")[:2])[:300] if message else p.get("status", "") -%}
+{%- set full_message = (p.get("validated_state") or {}).get("message") or "" -%}
+{%- set message = ": ".join(full_message.split(": ")[:2])[:300] if full_message else p.get("status", "") -%}
+{%- set scopes = namespace(found=[]) -%}
+{%- for word in full_message.split() -%}
+  {%- set word = word.strip(":;,.()[]'") -%}
+  {%- if "/sha256:" in word and word not in scopes.found -%}
+    {%- set scopes.found = scopes.found + [word] -%}
+  {%- endif -%}
+{%- endfor -%}
+{%- set run_url = (flow_run | ui_url) if flow_run else none -%}
+{%- set fallback = ("__UI_URL__/runs/flow-run/" ~ flow_run.id) if flow_run and "__UI_URL__" else none -%}
+{%- set run_url = run_url or fallback -%}
 {
   "text": {{ ("strataflow " ~ kind ~ ": flow " ~ (flow_name or "?")
               ~ (" (deployment " ~ deployment.name ~ ")" if deployment else "") ~ ", run " ~ run_name
@@ -81,11 +99,12 @@ PAYLOAD = """{%- set p = event.payload or {} -%}
   "flow_run_name": {{ run_name | tojson }},
   "flow_run_id": {{ (flow_run.id | string if flow_run else event.resource.get("strataflow.flow-run-id",
                      event.resource.id.split(".")[-1])) | tojson }},
-  "flow_run_url": {{ ((flow_run | ui_url) if flow_run else none) | tojson }},
+  "flow_run_url": {{ run_url | tojson }},
   "state": {{ ((p.get("validated_state") or {}).get("type") or p.get("status") or kind) | tojson }},
   "state_message": {{ message | tojson }},
   "counts": {{ (p.get("counts") or {}) | tojson }},
-  "failed_scopes": {{ (p.get("failed_scopes") or []) | tojson }}
+  "failed_scopes": {{ (p.get("failed_scopes") or scopes.found) | tojson }},
+  "errors": {{ (p.get("errors") or []) | tojson }}
 }"""
 
 
@@ -99,7 +118,8 @@ LATE_PAYLOAD = """{%- set labels = (firing.triggering_labels if firing else {}) 
   "kind": "late",
   "flow_run_id": {{ resource.split(".")[-1] | tojson }},
   "flow_run_name": {{ (flow_run.name if flow_run else none) | tojson }},
-  "flow_run_url": {{ ((flow_run | ui_url) if flow_run else none) | tojson }},
+  "flow_run_url": {{ (((flow_run | ui_url) or ("__UI_URL__/runs/flow-run/" ~ flow_run.id
+                        if "__UI_URL__" else none)) if flow_run else none) | tojson }},
   "late_after_minutes": __MINUTES__
 }"""
 
@@ -132,6 +152,11 @@ def tag_flow_run(prefect_flow_run_id: str | uuid.UUID, run_id: uuid.UUID) -> Non
         logger.warning("could not tag flow run %s with its strataflow run id: %s", prefect_flow_run_id, exc)
 
 
+def failed_scopes(errors: list[str]) -> list[str]:
+    """The scopes run errors name (namespace/sha256:<hash>), each once, in order."""
+    return list(dict.fromkeys(ref for error in errors for ref in SCOPE_REF.findall(error)))
+
+
 def emit_run_events(summary: RunSummary, previous: str | None = None) -> list[str]:
     """Emit the run's events to the Prefect API (resource strataflow.run.<run id>, the Prefect flow run as a
     related resource); returns the names emitted. Emitting never fails the run."""
@@ -156,7 +181,8 @@ def emit_run_events(summary: RunSummary, previous: str | None = None) -> list[st
         "run_id": summary.run_id,
         "flow_run_id": summary.prefect_flow_run_id,
         "counts": summary.counts.model_dump(mode="json"),
-        "failed_scopes": summary.errors,
+        "failed_scopes": failed_scopes(summary.errors),
+        "errors": summary.errors,
     }
     emitted = []
     for name in run_event_names(summary, previous):
@@ -175,6 +201,22 @@ def alert_trigger() -> Any:
         match_related={"prefect.resource.role": "flow", "prefect.resource.name": FLOW_NAMES},
         posture=Posture.Reactive,
         threshold=1,
+    )
+
+
+def late_start_trigger() -> Any:
+    """A scheduled run of a strataflow flow that has not started on time (Prefect's Late state), bucketed per
+    flow: the first Late run of a flow fires at once, the flow's next ones within LATE_REPEAT fire nothing."""
+    from prefect.events.schemas.automations import EventTrigger, Posture
+
+    return EventTrigger(
+        expect={LATE_EVENT},
+        match={"prefect.resource.id": "prefect.flow-run.*"},
+        match_related={"prefect.resource.role": "flow", "prefect.resource.name": FLOW_NAMES},
+        for_each={"related:flow:prefect.resource.name"},
+        posture=Posture.Reactive,
+        threshold=1,
+        within=LATE_REPEAT,
     )
 
 
@@ -249,12 +291,20 @@ def register_alerts(
         allow_private_urls=allow_private or literal_loopback(webhook_url),
     )
     block_id = block.save(WEBHOOK_BLOCK, overwrite=True)
+    payload = PAYLOAD.replace("__UI_URL__", ui_base())
     automation = AutomationCore(
         name=AUTOMATION_NAME,
-        description="strataflow: POST failed, crashed, late, completed_with_errors and recovered runs",
+        description="strataflow: POST failed, crashed, completed_with_errors and recovered runs",
         enabled=True,
         trigger=alert_trigger(),
-        actions=[CallWebhook(block_document_id=block_id, payload=PAYLOAD)],
+        actions=[CallWebhook(block_document_id=block_id, payload=payload)],
+    )
+    late_start = AutomationCore(
+        name=LATE_START_AUTOMATION_NAME,
+        description="strataflow: POST a scheduled run that has not started, at most once an hour per flow",
+        enabled=True,
+        trigger=late_start_trigger(),
+        actions=[CallWebhook(block_document_id=block_id, payload=payload)],
     )
     late = AutomationCore(
         name=LATE_AUTOMATION_NAME,
@@ -264,13 +314,26 @@ def register_alerts(
         actions=[
             CallWebhook(
                 block_document_id=block_id,
-                payload=LATE_PAYLOAD.replace("__MINUTES__", str(int(late_after_minutes))),
+                payload=LATE_PAYLOAD.replace("__MINUTES__", str(int(late_after_minutes))).replace(
+                    "__UI_URL__", ui_base()
+                ),
             )
         ],
     )
     with get_client(sync_client=True) as client:
-        for name in (AUTOMATION_NAME, LATE_AUTOMATION_NAME):
+        for name in (AUTOMATION_NAME, LATE_START_AUTOMATION_NAME, LATE_AUTOMATION_NAME):
             for old in client.read_automations_by_name(name):
                 client.delete_automation(old.id)
         client.create_automation(late)
+        client.create_automation(late_start)
         return client.create_automation(automation)
+
+
+def ui_base() -> str:
+    """The Prefect UI's address as this process reaches the API (PREFECT_UI_URL, else derived from
+    PREFECT_API_URL), for links the server cannot make itself; "" when unknown. Never a quote or brace: it
+    goes into the payload template as it is."""
+    from prefect.settings import PREFECT_UI_URL
+
+    base = str(PREFECT_UI_URL.value() or "").rstrip("/")
+    return base if re.fullmatch(r"https?://[^\s\"'{}%]+", base) else ""

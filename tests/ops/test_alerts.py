@@ -1,5 +1,7 @@
-"""Alerts through a Prefect automation on a real Prefect server (triggers and event persister on): a failed
-strataflow flow run and a completed_with_errors event reach a local webhook."""
+"""Alerts through a Prefect automation on a real Prefect server (triggers and event persister on, started
+with the environment `strataflow serve` gives its server): a failed strataflow flow run and a
+completed_with_errors event reach a local webhook with the link to the flow run's page and the failed scopes
+their errors name; late scheduled runs alert once per flow, not once per run."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ import pytest
 
 from models.params import RunCounts, RunSummary
 from strataflow.ops import alerts
-from strataflow.ops.serve import wait_healthy
+from strataflow.ops.serve import server_environment, wait_healthy
+from strataflow.pipeline.runs import scope_ref
 
 
 def _free_port() -> int:
@@ -54,13 +57,16 @@ def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def prefect_server(tmp_path: Path) -> Iterator[str]:
     """`prefect server start` on a free port, its own PREFECT_HOME, automations on; its API URL."""
     port = _free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(tmp_path / "prefect"),
-        "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
-        "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
-    }
-    env.pop("PREFECT_API_URL", None)
+    env = server_environment(
+        {
+            **os.environ,
+            "PREFECT_HOME": str(tmp_path / "prefect"),
+            "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "true",
+            "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "true",
+        },
+        "127.0.0.1",
+        port,
+    )
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     log = (tmp_path / "server.log").open("wb")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -96,16 +102,18 @@ from prefect import flow
 from prefect.runtime import flow_run
 from models.params import RunCounts, RunSummary
 from strataflow.ops import alerts
+from strataflow.pipeline.runs import StageFailed, scope_ref
 
 @flow(name="weekly")
 def failing_weekly():
-    raise RuntimeError("the model is unreachable")
+    raise StageFailed("rollup: all 1 unit(s) failed: " + scope_ref("t_alerts", "u1")
+                      + ": LLMError: the model is unreachable")
 
 @flow(name="nightly")
 def nightly_with_errors():
     summary = RunSummary(flow="nightly", run_id="r-1", prefect_flow_run_id=str(flow_run.id),
                          status="completed_with_errors", counts=RunCounts(units_failed=1, llm_calls=3),
-                         errors=["extract of scope sha256:abc failed"])
+                         errors=["extract: " + scope_ref("t_alerts", "u2") + ": LLMError: rate limited"])
     return alerts.emit_run_events(summary)
 
 @flow(name="someone-elses-flow")
@@ -132,6 +140,7 @@ def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automa
             assert len(client.read_automations_by_name(alerts.AUTOMATION_NAME)) == 1
             (late,) = client.read_automations_by_name(alerts.LATE_AUTOMATION_NAME)
             assert late.enabled and late.trigger.within.total_seconds() == 240 * 60
+            assert len(client.read_automations_by_name(alerts.LATE_START_AUTOMATION_NAME)) == 1
     env = {**os.environ, "PREFECT_API_URL": prefect_server}
     done = subprocess.run(
         [sys.executable, "-c", RUNS], env=env, capture_output=True, text=True, timeout=300, check=True
@@ -141,15 +150,18 @@ def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automa
     assert runs["emitted"] == [alerts.EVENT_COMPLETED, alerts.EVENT_WITH_ERRORS]
     failed_id, errors_id, _ = runs["ids"]
 
+    page = prefect_server.removesuffix("/api") + "/runs/flow-run/"
     hit = _wait_for(received, lambda body: body["flow_run_id"] == failed_id)
     assert hit["event"] == "prefect.flow-run.Failed" and hit["kind"] == "failed" and hit["flow"] == "weekly"
     assert hit["_content_type"] == "application/json"
-    assert "RuntimeError" in hit["state_message"] and "unreachable" not in json.dumps(hit)  # no error text
-    assert hit["state"] == "FAILED" and "flow_run_url" in hit and hit["flow_run_name"] in hit["text"]
+    assert "StageFailed" in hit["state_message"] and "unreachable" not in json.dumps(hit)  # no error text
+    assert hit["state"] == "FAILED" and hit["flow_run_name"] in hit["text"]
+    assert hit["flow_run_url"] == page + failed_id
+    assert hit["failed_scopes"] == [scope_ref("t_alerts", "u1")]
     hit = _wait_for(received, lambda body: body["event"] == alerts.EVENT_WITH_ERRORS)
     assert hit["flow_run_id"] == errors_id and hit["run_id"] == "r-1" and hit["flow"] == "nightly"
-    assert hit["failed_scopes"] == ["extract of scope sha256:abc failed"]
-    assert hit["counts"]["units_failed"] == 1
+    assert hit["failed_scopes"] == [scope_ref("t_alerts", "u2")] and "rate limited" in hit["errors"][0]
+    assert hit["counts"]["units_failed"] == 1 and hit["flow_run_url"] == page + errors_id
     time.sleep(3)  # what else arrives: only the two alerts (no completed event, no other flow's failure)
     # Prefect delivers an automation's action at least once: the same alert may arrive twice (2 of 5 runs
     # here), which a receiver dedupes by (event, flow_run_id); what must never arrive is another alert.
@@ -157,6 +169,40 @@ def test_a_failed_run_and_a_run_with_errors_reach_the_webhook_through_one_automa
     assert delivered == {("prefect.flow-run.Failed", failed_id), (alerts.EVENT_WITH_ERRORS, errors_id)}, (
         delivered
     )
+
+    # A worker that is down: the 10-minute incremental's runs go Late one after another, and a nightly's.
+    # One alert per flow (within LATE_REPEAT), not one per run.
+    late_ids = _late_runs(prefect_server, {"incremental": 6, "nightly": 1})
+    _wait_for(received, lambda body: body["kind"] == "late" and body["flow"] == "nightly")
+    _wait_for(received, lambda body: body["kind"] == "late" and body["flow"] == "incremental")
+    time.sleep(5)
+    late = {(body["flow"], body["flow_run_id"]) for body in received if body["kind"] == "late"}
+    assert sorted(flow for flow, _ in late) == ["incremental", "nightly"], late
+    assert {run_id for _, run_id in late} <= set(late_ids)
+    late_links = {body["flow_run_url"] for body in received if body["kind"] == "late"}
+    assert late_links == {page + run_id for _, run_id in late}
+
+
+def _late_runs(api: str, counts: dict[str, int]) -> list[str]:
+    """Flow runs of these flows (name -> how many) that Prefect marks Late, one after another; their ids."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Late, Scheduled
+
+    ids = []
+    with temporary_settings({PREFECT_API_URL: api}), get_client(sync_client=True) as client:
+        for name, count in counts.items():
+
+            @flow(name=name)
+            def scheduled() -> None:
+                return None
+
+            for _ in range(count):
+                run = client.create_flow_run(scheduled, state=Scheduled())
+                client.set_flow_run_state(run.id, Late(), force=True)
+                ids.append(str(run.id))
+    return ids
 
 
 def test_a_closed_run_emits_completed_and_only_a_run_with_errors_the_second_event() -> None:
