@@ -28,6 +28,9 @@ def upgrade() -> None:
     with cli_errors():
         check_connection(settings)
         result = migrations.upgrade_all(engine_for(settings))
+    from strataflow.ops.run_metrics import write_textfile
+
+    write_textfile(settings)  # every flow's run counters from 0, before its first run (ops/run_metrics.py)
     applied = result.migrations
     typer.echo(
         f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ": up to date")

@@ -61,7 +61,8 @@ def encoded_ahead(settings: Settings, statements: Sequence[str]) -> Iterator[Non
         by_model.setdefault(model_for_text(settings, statement), []).append(statement)
     ahead: dict[str, tuple[np.ndarray, str]] = {}
     for model, texts in by_model.items():
-        vectors: Any = get_embedder(settings, model).encode(texts)
+        with telemetry.timed("embed_on_write"):  # the API's writes encode here: one observation per call
+            vectors: Any = get_embedder(settings, model).encode(texts)
         for statement, vector in zip(texts, vectors, strict=True):
             ahead[statement] = (np.asarray(vector, dtype=np.float32), model)
     token = _AHEAD.set(ahead)

@@ -13,6 +13,12 @@ namespace, subject or other user text.
 - strataflow_pipeline_run_count_total{flow, count}: the sum of each number the runs recorded in
   pipeline_runs.counts (rows inserted, messages, items_new, units_failed, llm_calls, ...).
 - strataflow_pipeline_llm_calls_total, _llm_tokens_total, _llm_cost_usd_total{flow}: from the LLM ledger.
+
+Every counter of a strataflow flow (alerts.FLOW_NAMES) is written from 0: each state of RUN_STATES, each
+count of RunCounts and the LLM totals, before any run of the flow (a CLI stage's states once it has run).
+Prometheus's increase() reads a series that first appears at 1 as 0 (it has no earlier sample to compare
+with), so without the zeros the first failed (or completed) run of a flow would count 0 in "runs per day".
+`strataflow db upgrade` writes the file, so the zeros are there before the first run.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from pathlib import Path
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from models.params import RUN_STATES, RunCounts
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
+from strataflow.ops.alerts import FLOW_NAMES
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +50,7 @@ SELECT_RUNS = text(
 )
 SELECT_COUNTS = text(
     """
-    select pr.flow, c.key as count, sum((c.value #>> '{}')::numeric) as total
+    select pr.flow, c.key as count_name, sum((c.value #>> '{}')::numeric) as total
     from pipeline_runs as pr
     cross join lateral jsonb_each(
         case jsonb_typeof(pr.counts) when 'object' then pr.counts else '{}' end
@@ -77,14 +85,31 @@ def _family(lines: list[str], name: str, kind: str, help_text: str) -> None:
     lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
 
 
+# The numbers a flow run records (pipeline_runs.counts), each exported from 0 for every flow.
+FLOW_COUNTS = tuple(
+    name for name, field in RunCounts.model_fields.items() if field.annotation in (int, float)
+)
+
+
+def _from_zero(
+    found: dict[tuple[str, str], float], labels: tuple[str, ...], flows: set[str] | None = None
+) -> dict[tuple[str, str], float]:
+    """The (flow, label) values found, plus a 0 for each label value of every strataflow flow (and of the
+    other flows given) not found."""
+    every = {(flow, label): 0.0 for flow in set(FLOW_NAMES) | (flows or set()) for label in labels}
+    return {**every, **found}
+
+
 def render(conn: Connection) -> str:
     """The metrics as Prometheus text."""
     runs = conn.execute(SELECT_RUNS).all()
     lines: list[str] = []
     _family(lines, "strataflow_pipeline_runs_total", "counter", "Pipeline runs by flow and final state.")
+    seen = {str(r.flow) for r in runs}  # a CLI stage's states from 0 too, once it has run
+    by_state = _from_zero({(r.flow, r.status): float(r.runs) for r in runs}, RUN_STATES, seen)
     lines += [
-        f'strataflow_pipeline_runs_total{{flow="{_label(r.flow)}",status="{r.status}"}} {r.runs}'
-        for r in runs
+        f'strataflow_pipeline_runs_total{{flow="{_label(flow)}",status="{status}"}} {int(value)}'
+        for (flow, status), value in sorted(by_state.items())
     ]
     name = "strataflow_pipeline_run_last_finished_timestamp_seconds"
     _family(lines, name, "gauge", "When the latest run of the flow in that state ended (Unix time).")
@@ -106,9 +131,12 @@ def render(conn: Connection) -> str:
         )
     name = "strataflow_pipeline_run_count_total"
     _family(lines, name, "counter", "Sum of each count the runs recorded (rows, items, failures, ...).")
+    counts = _from_zero(
+        {(r.flow, r.count_name): float(r.total) for r in conn.execute(SELECT_COUNTS)}, FLOW_COUNTS
+    )
     lines += [
-        f'{name}{{flow="{_label(r.flow)}",count="{_label(r.count)}"}} {float(r.total)}'
-        for r in conn.execute(SELECT_COUNTS)
+        f'{name}{{flow="{_label(flow)}",count="{_label(count)}"}} {value}'
+        for (flow, count), value in sorted(counts.items())
     ]
     llm = conn.execute(SELECT_LLM).all()
     for metric, column, help_text in (
@@ -117,7 +145,8 @@ def render(conn: Connection) -> str:
         ("strataflow_pipeline_llm_cost_usd_total", "cost", "Their cost in USD as litellm priced it."),
     ):
         _family(lines, metric, "counter", help_text)
-        lines += [f'{metric}{{flow="{_label(r.flow)}"}} {float(getattr(r, column))}' for r in llm]
+        totals = _from_zero({(r.flow, ""): float(getattr(r, column)) for r in llm}, ("",))
+        lines += [f'{metric}{{flow="{_label(flow)}"}} {value}' for (flow, _), value in sorted(totals.items())]
     return "\n".join(lines) + "\n"
 
 
