@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.tracing import trace_flow_runs
 from models.params import AnalyticsParams, RunSummary
 from strataflow.config import load_settings
 from tasks.analytics import dbt_build_task
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 
 @flow(name="analytics", on_failure=[mark_run_failed], on_crashed=[mark_run_failed])

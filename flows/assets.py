@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.tracing import trace_flow_runs
 from models.params import AssetsParams, RunSummary
 from strataflow.config import load_settings
 from strataflow.pipeline.plans import asset_paths
 from tasks.assets import ingest_assets_task
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.embed import embed_pending_task
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 
 @flow(name="assets", on_failure=[mark_run_failed], on_crashed=[mark_run_failed])

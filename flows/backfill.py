@@ -19,6 +19,7 @@ from typing import Any, cast
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
+from flows.tracing import trace_flow_runs
 from models.params import BackfillParams, DayPlan, Recompute, RunSummary, Stage
 from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
@@ -33,6 +34,8 @@ from tasks.ingest import ingest_logs_task
 from tasks.recompute import plan_backfill_work_task
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 Results = dict[str, list[Any]]
 

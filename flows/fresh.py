@@ -26,6 +26,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from flows.tracing import trace_flow_runs
 from models.params import RunSummary
 from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
@@ -35,6 +36,8 @@ from strataflow.pipeline.runs import raise_if_all_failed
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.concurrency import llm_slot
 from tasks.embed import embed_pending_task
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 GATHER_LIMIT = 200  # the most runs the Prefect API lists at once
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from prefect import flow
 
+from flows.tracing import trace_flow_runs
 from models.params import IncrementalParams, RunSummary
 from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
@@ -25,6 +26,8 @@ from tasks.embed import embed_pending_task
 from tasks.extract import extract_batches, extract_new_task
 from tasks.hot_memory import refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 
 def fresh_stages(

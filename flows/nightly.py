@@ -9,12 +9,15 @@ from __future__ import annotations
 from prefect import flow
 
 from flows.incremental import fresh_stages
+from flows.tracing import trace_flow_runs
 from models.params import NightlyParams, RunSummary
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
 from strataflow.pipeline.plans import log_paths
 from tasks.bookkeeping import begin_run, finish_run, logical_date, mark_run_failed
 from tasks.expire import expire_l1_task
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 
 @flow(

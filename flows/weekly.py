@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from prefect import flow
 
+from flows.tracing import trace_flow_runs
 from models.params import RunSummary, WeeklyParams
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
@@ -20,6 +21,8 @@ from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task
+
+trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 
 
 @flow(

@@ -196,6 +196,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(strict_json_body)],
         docs_url=None,
         redoc_url=None,
+        telemetry={"exclude": metrics.untraced},  # a scrape or a probe makes no trace
     )
     docs_pages.install(app)
     app.state.settings = settings

@@ -13,12 +13,15 @@ Metrics (each app has its own registry, so two apps in one process never share c
 
 Spans (OTLP): one `strataflow.http` span per request that names a memory operation (context, search,
 write, ...) with `gen_ai.operation.name`, `http.route`, `http.response.status_code` and the namespace's
-hash once the key is known; never a query, a message or a subject id.
+hash once the key is known; never a query, a message or a subject id. A Prometheus scrape and the
+orchestrator's probes (UNTRACED: /metrics, /healthz, /readyz) make no span, neither ours nor FastAPI's own
+(the app passes `untraced` as its telemetry's `exclude`): otherwise every scrape was a trace of its own.
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from fastapi import FastAPI
@@ -35,6 +38,14 @@ from strataflow.service.keys import Caller
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+UNTRACED = frozenset({"/metrics", "/healthz", "/readyz"})  # scrapes and probes: no trace each time
+
+
+def untraced(scope: Any) -> bool:
+    """True for a request that makes no span (a scrape, a probe): FastAPI's telemetry `exclude`."""
+    return scope.get("type") == "http" and scope.get("path") in UNTRACED
 
 
 def operation_of(scope: Scope) -> str | None:
@@ -128,7 +139,7 @@ class Observe:
             await send(message)
 
         route = "other"
-        with telemetry.span("http") as add:
+        with nullcontext(_no_attributes) if untraced(scope) else telemetry.span("http") as add:
             try:
                 await self.app(scope, receive, sending)
             finally:
@@ -147,6 +158,10 @@ class Observe:
                     )
                     if status == 429:
                         self.metrics.rate_limited.labels(route).inc()
+
+
+def _no_attributes(**_: Any) -> None:
+    return None
 
 
 def _route(scope: Scope, routes: list[Any]) -> str:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import http.server
 import threading
+import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
 from strataflow import telemetry
@@ -88,3 +90,52 @@ def test_a_context_call_reaches_an_otlp_receiver_as_a_span_without_user_text(
     assert attributes["strataflow.namespace.hash"] == telemetry.namespace_hash("ns-private-name")
     raw = b"".join(body for _, body in Receiver.bodies)
     assert b"ns-private-name" not in raw and b"subject-private" not in raw and b"secret question" not in raw
+
+
+def test_an_api_memory_write_is_timed_as_embed_on_write(metrics_url: str, tenants: dict[str, Tenant]) -> None:
+    def written() -> float:
+        scraped = httpx.get(f"{metrics_url}/metrics", timeout=30).text
+        samples = [
+            s.value
+            for family in text_string_to_metric_families(scraped)
+            for s in family.samples
+            if s.name == "strataflow_embed_on_write_seconds_count"
+        ]
+        return sum(samples)
+
+    before = written()
+    with tenants["beta"].client(metrics_url) as client:
+        body = {"subject": f"u{uuid.uuid4().hex[:6]}", "type": "feedback", "name": "tone", "content": "terse"}
+        assert client.post("/v1/memories", json=body).status_code == 201
+    assert written() == before + 1  # the item's vector, encoded while it was written
+
+
+def test_scrapes_and_probes_make_no_spans_and_a_memory_operation_one(
+    engine: Engine, settings: Settings, tenants: dict[str, Tenant], subject: str
+) -> None:
+    Receiver.bodies = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    update = {"api_metrics": True, "otel_endpoint": endpoint, "api_rate_per_s": 0.0}
+    traced = settings.model_copy(update=update)
+    serving = _serve(traced)
+    url = next(serving)
+    try:
+        for _ in range(3):  # Prometheus every few seconds, and the orchestrator's probes
+            for path in ("/metrics", "/readyz", "/healthz"):
+                assert httpx.get(f"{url}{path}", timeout=30).status_code == 200
+        with tenants["alpha"].client(url) as client:
+            assert client.get("/v1/context", params={"subject": subject, "query": "where"}).status_code == 200
+        telemetry.flush_and_stop()
+    finally:
+        next(serving, None)
+        server.shutdown()
+    request = ExportTraceServiceRequest()
+    spans = []
+    for _, body in Receiver.bodies:
+        request.ParseFromString(body)
+        spans += [s for r in request.resource_spans for ss in r.scope_spans for s in ss.spans]
+    routes = {a.value.string_value for s in spans for a in s.attributes if a.key == "http.route"}
+    assert routes == {"/v1/context"}, routes
+    assert len({s.trace_id for s in spans if s.name == "strataflow.http"}) == 1
