@@ -151,6 +151,11 @@ class Settings(BaseSettings):
     analytics_after_weekly: bool = Field(
         False, description="The weekly flow runs `dbt build` of analytics/ after the rollup."
     )
+    analytics_project_dir: Path | None = Field(
+        None,
+        description="A team's own dbt project that installs strataflow's as a package (docs/analytics.md): "
+        "`strataflow analytics build`, the analytics flow and the weekly's dbt build run it, not analytics/.",
+    )
 
     api_rate_per_s: float = Field(
         200.0, ge=0, description="Requests per second per API key (and per client address for requests "

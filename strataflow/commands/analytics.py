@@ -1,6 +1,9 @@
-"""`strataflow analytics ...`: the dbt project of analytics/ (build, docs, freshness), its generated files."""
+"""`strataflow analytics ...`: the dbt project of analytics/ (build, docs, freshness), its generated files,
+and a team's own dbt project that installs it as a package (--project-dir)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
@@ -32,6 +35,16 @@ SELECTOR = typer.Option(None, "--selector", help="A selector of analytics/select
 FULL_REFRESH = typer.Option(False, "--full-refresh", help="Rebuild incremental models from scratch.")
 VARS = typer.Option(None, "--vars", help="dbt vars as YAML/JSON, e.g. '{llm_cost_lookback_days: 7}'.")
 QUIET = typer.Option(False, "--quiet", "-q", help="Do not show dbt's progress lines (only the summary).")
+PROJECT_DIR = typer.Option(
+    None,
+    "--project-dir",
+    help="A team's own dbt project (outside the checkout) that installs strataflow's as a package; "
+    "default STRATAFLOW_ANALYTICS_PROJECT_DIR, else analytics/.",
+)
+STATE = typer.Option(
+    None, "--state", help="dbt artifacts of an earlier build, for --select state:modified+ (slim CI)."
+)
+DEFER = typer.Option(False, "--defer", help="Read unselected parents from the --state build (dbt's --defer).")
 
 
 def _options(
@@ -40,10 +53,12 @@ def _options(
     selector: str | None,
     full_refresh: bool,
     variables: str | None,
+    state: Path | None = None,
+    defer: bool = False,
 ) -> list[str]:
     from strataflow.ops import analytics
 
-    return analytics.selection_args(select, exclude, selector, full_refresh, variables)
+    return analytics.selection_args(select, exclude, selector, full_refresh, variables, state, defer)
 
 
 @analytics_app.command("build")
@@ -54,24 +69,30 @@ def build(
     full_refresh: bool = FULL_REFRESH,
     variables: str | None = VARS,
     quiet: bool = QUIET,
+    project_dir: Path | None = PROJECT_DIR,
+    state: Path | None = STATE,
+    defer: bool = DEFER,
 ) -> None:
     """Run `dbt build` (seeds, staging views, the marts, data tests) into schema analytics, as the role
     strataflow_dbt that reads every namespace under row-level security and writes only there. Analyst roles
     then select the marts and see their granted namespaces only. dbt's progress shows as it runs;
-    --select/--exclude/--selector/--full-refresh/--vars go to dbt as they are.
+    --select/--exclude/--selector/--full-refresh/--vars/--state/--defer go to dbt as they are. With
+    --project-dir, a team's own dbt project is built: strataflow's marts (its package) and the team's models.
 
     Example: strataflow analytics build --select mart_llm_cost+ --full-refresh
     (then: psql "$(strataflow db url --role bi)" -c 'table analytics.mart_llm_cost')
+    Example: strataflow analytics build --project-dir ~/acme-dbt --select +acme_llm_spend
     """
     from strataflow.ops import analytics
 
     settings = settings_or_exit()
-    options = _options(select, exclude, selector, full_refresh, variables)
+    options = _options(select, exclude, selector, full_refresh, variables, state, defer)
     with cli_errors():
-        stderr(
-            f"running dbt build {' '.join(options)} on analytics/ as strataflow_dbt ...".replace("  ", " ")
+        project = analytics.project_dir_of(settings, project_dir)
+        stderr(f"running dbt build {' '.join(options)} on {project} as strataflow_dbt ...".replace("  ", " "))
+        _finish(
+            analytics.build(settings, options=options, echo=not quiet, project_dir=project), "artifacts in"
         )
-        _finish(analytics.build(settings, options=options, echo=not quiet), "artifacts in")
 
 
 @analytics_app.command("test")
@@ -81,6 +102,9 @@ def test(
     selector: str | None = SELECTOR,
     variables: str | None = VARS,
     quiet: bool = QUIET,
+    project_dir: Path | None = PROJECT_DIR,
+    state: Path | None = STATE,
+    defer: bool = DEFER,
 ) -> None:
     """Run `dbt test` (the data tests of the sources, staging models and marts) without building.
 
@@ -90,8 +114,9 @@ def test(
 
     settings = settings_or_exit()
     with cli_errors():
-        options = _options(select, exclude, selector, False, variables)
-        _finish(analytics.test(settings, options=options, echo=not quiet), "results in")
+        options = _options(select, exclude, selector, False, variables, state, defer)
+        run = analytics.test(settings, options=options, echo=not quiet, project_dir=project_dir)
+        _finish(run, "results in")
 
 
 @analytics_app.command("docs")
@@ -100,6 +125,7 @@ def docs(
     exclude: list[str] | None = EXCLUDE,
     variables: str | None = VARS,
     quiet: bool = QUIET,
+    project_dir: Path | None = PROJECT_DIR,
 ) -> None:
     """Run `dbt docs generate` and print where the site is (index.html, manifest.json, catalog.json); open it
     with `dbt docs serve --project-dir analytics --target-path DIR` or any static file server.
@@ -111,12 +137,12 @@ def docs(
     settings = settings_or_exit()
     with cli_errors():
         options = _options(select, exclude, None, False, variables)
-        run = analytics.docs(settings, options=options, echo=not quiet)
+        run = analytics.docs(settings, options=options, echo=not quiet, project_dir=project_dir)
         _finish(run, "docs site (index.html, catalog.json) in")
 
 
 @analytics_app.command("freshness")
-def freshness() -> None:
+def freshness(project_dir: Path | None = PROJECT_DIR) -> None:
     """Run `dbt source freshness` on the runs, following the schedules: no nightly-type run started for 26
     hours warns, 50 errors; no weekly run for 8 days warns, 15 errors (exit 1 on an error). A quiet weekend
     with healthy runs raises nothing.
@@ -127,7 +153,21 @@ def freshness() -> None:
 
     settings = settings_or_exit()
     with cli_errors():
-        _finish(analytics.freshness(settings, echo=True), "results in")
+        _finish(analytics.freshness(settings, echo=True, project_dir=project_dir), "results in")
+
+
+@analytics_app.command("deps")
+def deps(project_dir: Path | None = PROJECT_DIR) -> None:
+    """Run `dbt deps` for a team's own dbt project: install the packages it declares, strataflow's among them
+    (build, test and docs do it by themselves when nothing is installed yet; run it after changing them).
+
+    Example: strataflow analytics deps --project-dir ~/acme-dbt
+    """
+    from strataflow.ops import analytics
+
+    settings = settings_or_exit()
+    with cli_errors():
+        _finish(analytics.deps(settings, echo=True, project_dir=project_dir), "packages of")
 
 
 @analytics_app.command("sources")
@@ -156,8 +196,9 @@ def sources(
 @analytics_app.command("env")
 def env() -> None:
     """Print `export` lines for analytics/profiles.yml (the role strataflow_dbt, its password, host, port,
-    database), to run dbt by hand: eval "$(strataflow analytics env)"; dbt build --project-dir analytics
-    --profiles-dir analytics.
+    database) and STRATAFLOW_DBT_PACKAGE (where strataflow's dbt project is, for a team's packages.yml), to
+    run dbt by hand: eval "$(strataflow analytics env)"; dbt build --project-dir analytics --profiles-dir
+    analytics.
     """
     import shlex
 

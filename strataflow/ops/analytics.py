@@ -7,10 +7,17 @@ generated password (a SCRAM verifier on the server; the password in STRATAFLOW_H
 role's). dbt runs in a subprocess with the project's Python, its profile from analytics/profiles.yml and the
 connection in environment variables (no password on any command line or file of the project); its target
 and logs go under STRATAFLOW_HOME/analytics, so two homes never share them.
+
+A team keeps its own models in a dbt project of its own, outside the checkout (`--project-dir DIR`, or
+STRATAFLOW_ANALYTICS_PROJECT_DIR): that project installs analytics/ as a dbt package (its packages.yml names
+`local: "{{ env_var('STRATAFLOW_DBT_PACKAGE') }}"`, the path dbt_environment sets), so one build makes
+strataflow's sources, staging models and marts and the team's models on them, with strataflow's macros
+(`strataflow.secure_mart()`). `dbt deps` runs first when the project has not installed its packages yet.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -33,6 +40,8 @@ from strataflow.ops.dbt_sources import ANALYTICS_DIR
 BUILDER = "strataflow_dbt"
 BUILDER_GROUP = "strataflow_transform"
 DBT_TIMEOUT_S = 1800.0
+PACKAGE_VARIABLE = "STRATAFLOW_DBT_PACKAGE"  # where strataflow's dbt project is, for a team's packages.yml
+PACKAGE_FILES = ("packages.yml", "dependencies.yml")
 
 
 class AnalyticsFailed(RuntimeError):
@@ -47,9 +56,51 @@ SELECT_BUILDER = text(
 )
 
 
-def work_dir(settings: Settings) -> Path:
-    """Where dbt writes its target (manifest, catalog, run results) and logs for this STRATAFLOW_HOME."""
-    return settings.home / "analytics"
+def work_dir(settings: Settings, project_dir: Path = ANALYTICS_DIR) -> Path:
+    """Where dbt writes its target (manifest, catalog, run results) and logs for this STRATAFLOW_HOME: the
+    home's analytics/ for strataflow's project, a folder of its own under it for a team's project."""
+    if project_dir.resolve() == ANALYTICS_DIR.resolve():
+        return settings.home / "analytics"
+    digest = hashlib.sha256(str(project_dir.resolve()).encode("utf-8")).hexdigest()[:8]
+    return settings.home / "analytics" / "projects" / f"{project_dir.resolve().name}-{digest}"
+
+
+def project_dir_of(settings: Settings, given: Path | None = None) -> Path:
+    """The dbt project to run: the one given, else STRATAFLOW_ANALYTICS_PROJECT_DIR, else analytics/. A team's
+    project must have a dbt_project.yml and install strataflow's project as a package."""
+    project = (given or settings.analytics_project_dir or ANALYTICS_DIR).expanduser().resolve()
+    if not (project / "dbt_project.yml").exists():
+        raise UserError(f"no dbt project at {project}: it has no dbt_project.yml")
+    if project == ANALYTICS_DIR.resolve() or _project_name(project) == "strataflow":  # ours, or a copy
+        return project
+    declared = " ".join(
+        (project / name).read_text(encoding="utf-8") for name in PACKAGE_FILES if (project / name).exists()
+    )
+    if PACKAGE_VARIABLE not in declared and "strataflow" not in declared.lower():
+        raise UserError(
+            f"the dbt project at {project} does not install strataflow's dbt project: add a packages.yml "
+            f"with `packages: [{{local: \"{{{{ env_var('{PACKAGE_VARIABLE}') }}}}\"}}]` (docs/analytics.md, "
+            '"A team\'s own dbt project")'
+        )
+    return project
+
+
+def _project_name(project_dir: Path) -> str:
+    import yaml
+
+    spec = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8")) or {}
+    return str(spec.get("name", "")) if isinstance(spec, dict) else ""
+
+
+def profiles_dir_of(project_dir: Path) -> Path:
+    """The project's own profiles.yml when it has one, else strataflow's (the connection from variables)."""
+    return project_dir if (project_dir / "profiles.yml").exists() else ANALYTICS_DIR
+
+
+def needs_deps(project_dir: Path) -> bool:
+    """True when a team's project declares packages that are not installed yet (no dbt_packages/)."""
+    declares = any((project_dir / name).exists() for name in PACKAGE_FILES)
+    return declares and not (project_dir / "dbt_packages").is_dir()
 
 
 def ensure_builder(settings: Settings) -> str:
@@ -85,6 +136,11 @@ def dbt_environment(settings: Settings, password: str) -> dict[str, str]:
         "PGTZ": settings.timezone,
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
         "DBT_VERSION_CHECK": "false",
+        PACKAGE_VARIABLE: str(ANALYTICS_DIR.resolve()),
+        # `--select +model` runs the tests of what it builds, not a relationship test whose other side it
+        # does not build (which fails while that side was never built: a new database, a team's first
+        # build). DBT_INDIRECT_SELECTION in the caller's environment wins.
+        "DBT_INDIRECT_SELECTION": os.environ.get("DBT_INDIRECT_SELECTION", "buildable"),
     }
     return env
 
@@ -111,15 +167,20 @@ def _results(path: Path) -> list[DbtNodeResult]:
 
 
 def run_dbt(
-    settings: Settings, args: list[str], project_dir: Path = ANALYTICS_DIR, echo: bool = False
+    settings: Settings, args: list[str], project_dir: Path | None = None, echo: bool = False
 ) -> AnalyticsRun:
-    """Run `dbt ARGS` on the project as strataflow_dbt; the outcome and per-node results (never raises for a
-    failing node: the caller decides). With echo, dbt's own progress lines go to stderr as dbt prints them."""
-    if not (project_dir / "dbt_project.yml").exists():
-        raise UserError(f"no dbt project at {project_dir} (analytics/dbt_project.yml of the checkout)")
+    """Run `dbt ARGS` as strataflow_dbt on the project (project_dir_of: analytics/ or a team's own, whose
+    packages are installed first when they are not yet); the outcome and per-node results (never raises for
+    a failing node: the caller decides). With echo, dbt's own progress lines go to stderr as dbt prints
+    them."""
+    project = project_dir_of(settings, project_dir)
     if importlib.util.find_spec("dbt") is None:
         raise UserError("dbt is not installed: pip install -e '.[analytics]' (or '.[dev]')")
-    work = work_dir(settings)
+    if args[0] != "deps" and needs_deps(project):
+        installed = run_dbt(settings, ["deps"], project, echo)
+        if not installed.success:
+            return installed
+    work = work_dir(settings, project)
     target, logs = work / "target", work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     results_file = target / ("sources.json" if args[:2] == ["source", "freshness"] else "run_results.json")
@@ -131,15 +192,14 @@ def run_dbt(
         "from dbt.cli.main import cli; cli()",
         *args,
         "--project-dir",
-        str(project_dir),
+        str(project),
         "--profiles-dir",
-        str(project_dir),
-        "--target-path",
-        str(target),
+        str(profiles_dir_of(project)),
+        *(["--target-path", str(target)] if args[0] != "deps" else []),  # deps writes no target
         "--log-path",
         str(logs),
     ]
-    returncode, output = _run_streaming(command, env, project_dir, echo)
+    returncode, output = _run_streaming(command, env, project, echo)
     (logs / f"{args[0]}.out").write_text(output, encoding="utf-8")
     error = None if returncode == 0 else _error_lines(output)
     return AnalyticsRun(
@@ -188,8 +248,11 @@ def selection_args(
     selector: str | None = None,
     full_refresh: bool = False,
     variables: str | None = None,
+    state: Path | None = None,
+    defer: bool = False,
 ) -> list[str]:
-    """dbt's node selection and run options, as `strataflow analytics build|test|docs` pass them through."""
+    """dbt's node selection and run options, as `strataflow analytics build|test|docs` pass them through
+    (state and defer: slim CI, `--select state:modified+` against the artifacts of an earlier build)."""
     args: list[str] = []
     if select:
         args += ["--select", *select]
@@ -201,32 +264,50 @@ def selection_args(
         args.append("--full-refresh")
     if variables:
         args += ["--vars", variables]
+    if state is not None:
+        args += ["--state", str(state)]
+    if defer:
+        args.append("--defer")
     return args
 
 
 def build(
-    settings: Settings, full_refresh: bool = False, options: list[str] | None = None, echo: bool = False
+    settings: Settings,
+    full_refresh: bool = False,
+    options: list[str] | None = None,
+    echo: bool = False,
+    project_dir: Path | None = None,
 ) -> AnalyticsRun:
-    """`dbt build`: seeds, staging views, the marts in schema analytics, and the data tests."""
+    """`dbt build`: seeds, staging views, the marts in schema analytics, and the data tests (of a team's
+    project: strataflow's package and the team's models)."""
     extra = list(options or [])
     if full_refresh and "--full-refresh" not in extra:
         extra.append("--full-refresh")
-    return run_dbt(settings, ["build", *extra], echo=echo)
+    return run_dbt(settings, ["build", *extra], project_dir, echo)
 
 
-def test(settings: Settings, options: list[str] | None = None, echo: bool = False) -> AnalyticsRun:
+def test(
+    settings: Settings, options: list[str] | None = None, echo: bool = False, project_dir: Path | None = None
+) -> AnalyticsRun:
     """`dbt test`: the data tests (and unit tests) of the selected nodes."""
-    return run_dbt(settings, ["test", *(options or [])], echo=echo)
+    return run_dbt(settings, ["test", *(options or [])], project_dir, echo)
 
 
-def docs(settings: Settings, options: list[str] | None = None, echo: bool = False) -> AnalyticsRun:
+def docs(
+    settings: Settings, options: list[str] | None = None, echo: bool = False, project_dir: Path | None = None
+) -> AnalyticsRun:
     """`dbt docs generate`: manifest.json, catalog.json and index.html in the target directory."""
-    return run_dbt(settings, ["docs", "generate", *(options or [])], echo=echo)
+    return run_dbt(settings, ["docs", "generate", *(options or [])], project_dir, echo)
 
 
-def freshness(settings: Settings, echo: bool = False) -> AnalyticsRun:
+def freshness(settings: Settings, echo: bool = False, project_dir: Path | None = None) -> AnalyticsRun:
     """`dbt source freshness`: warn or error when the nightly's or the weekly's relations are stale."""
-    return run_dbt(settings, ["source", "freshness"], echo=echo)
+    return run_dbt(settings, ["source", "freshness"], project_dir, echo)
+
+
+def deps(settings: Settings, echo: bool = False, project_dir: Path | None = None) -> AnalyticsRun:
+    """`dbt deps`: install the packages a team's project declares (strataflow's among them)."""
+    return run_dbt(settings, ["deps"], project_dir, echo)
 
 
 def results_table(run: AnalyticsRun) -> list[dict[str, Any]]:

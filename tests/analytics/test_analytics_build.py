@@ -1,6 +1,8 @@
 """The dbt project against the test database: the weekly flow runs `dbt build` (real dbt, the real role),
 the marts land in schema analytics owned by a role that reads under row-level security and writes only
-there, analysts read the marts of their namespaces only, and `strataflow analytics docs` writes the site."""
+there, analysts read the marts of their namespaces only (and a BI tool's sync of schema analytics lists
+nothing they cannot read: staging views and seeds are in analytics_staging), and `strataflow analytics docs`
+writes the site."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from models.params import WeeklyParams
@@ -41,6 +44,26 @@ def _analyst(engine: Engine, settings: Settings, namespace: str) -> str:
         roles.grant(conn, name, namespace)
     assert password is not None
     return roles.role_url(libpq_url(settings), name, password)
+
+
+def _unreadable_listed(url: str, schema: str) -> list[str]:
+    """What a BI tool's sync lists in the schema (SQLAlchemy's inspector, as Superset lists tables and views)
+    that the role cannot select from."""
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        inspector = inspect(engine)
+        listed = inspector.get_table_names(schema) + inspector.get_view_names(schema)
+        unreadable = []
+        for name in listed:
+            with engine.connect() as conn:
+                try:
+                    conn.execute(text(f'select * from "{schema}"."{name}" limit 0'))
+                except DBAPIError:
+                    unreadable.append(name)
+        assert listed, "the analyst's schema lists the marts"
+        return unreadable
+    finally:
+        engine.dispose()
 
 
 def _artifact(flow_run_id: str, key: str) -> list[dict[str, Any]]:
@@ -103,7 +126,8 @@ def test_the_weekly_builds_the_marts_and_analysts_read_only_their_namespaces(
     with psycopg.connect(mine) as conn:
         assert [row[0] for row in conn.execute(query)] == [ns]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("select * from analytics.stg_memories")
+            conn.execute("select * from analytics_staging.stg_memories")
+    assert _unreadable_listed(mine, "analytics") == []
     with psycopg.connect(stranger) as conn:
         assert conn.execute(query).fetchall() == []
 

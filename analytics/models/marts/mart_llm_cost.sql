@@ -1,13 +1,16 @@
 -- grain: one row per (event_day, run, namespace, stage, model) that sent at least one request to a model.
--- Incremental on event time: a run rebuilds the event days from the latest one built minus
--- var('llm_cost_lookback_days') (default 7: late backfills of older days need --full-refresh or a larger
--- lookback), replacing those days' rows by cost_key. Calls, tokens and cost come from stg_llm_cost_events,
--- the one event-time definition the view llm_cost_daily and the report read too.
+-- Incremental on recording time: a build re-reads the groups with a request recorded (llm_calls.created_at,
+-- the group's last_call_at) since the newest one already built, minus var('llm_cost_lookback_days')
+-- (default 1: requests a transaction still held open at the last build), and replaces those groups' rows by
+-- cost_key with their totals. Spend recorded late for an old event day (a weekly's rollup retried days
+-- after its week, a backfill) is therefore in the next plain build: the window counts back from when spend
+-- was recorded, not from the newest event day. Calls, tokens and cost come from stg_llm_cost_events, the
+-- one event-time definition the view llm_cost_daily and the report read too.
 {{ config(
     materialized='incremental',
     unique_key='cost_key',
     incremental_strategy='delete+insert',
-    on_schema_change='fail',
+    on_schema_change='append_new_columns',
 ) }}
 
 select
@@ -19,6 +22,7 @@ select
     c.stage,
     c.model,
     c.first_call_at,
+    c.last_call_at,
     c.count_calls::bigint as calls,
     c.count_failed_calls::bigint as failed_calls,
     c.prompt_tokens::bigint as prompt_tokens,
@@ -28,8 +32,10 @@ select
 from {{ ref('stg_llm_cost_events') }} as c
 left join {{ ref('stg_pipeline_runs') }} as r on r.run_id = c.run_id
 {% if is_incremental() %}
-    where c.event_day >= (
-        select coalesce(max(t.event_day), '1900-01-01'::date) - {{ var('llm_cost_lookback_days', 7) | int }}
+    -- a table built before last_call_at existed has nulls there: everything is read again once
+    where c.last_call_at >= (
+        select coalesce(max(t.last_call_at), '-infinity'::timestamptz)
+            - make_interval(days => {{ var('llm_cost_lookback_days', 1) | int }})
         from {{ this }} as t
     )
 {% endif %}

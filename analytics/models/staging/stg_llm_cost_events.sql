@@ -12,5 +12,6 @@ select
     completion_tokens,
     total_tokens,
     cost_usd,
-    first_call_at
+    first_call_at,
+    last_call_at
 from {{ source('strataflow', 'llm_cost_events') }}
