@@ -21,6 +21,11 @@ messages from message_keys (`messages_total`).
 
 The report's embedding is left null (and reset when a report is rewritten): the embed stage fills it.
 
+A report never repeats itself: a bullet of the summary that says what an earlier bullet said (the same text
+but for case, spacing and end punctuation: a user who said the same sentence twice) is left out, and key
+events with the same text are one event with the ids of both (distinct_bullets, distinct_events), whatever
+model wrote them.
+
 Each scope-week is read in one transaction, sent to the model with no transaction open, and written in a
 new one, under a session advisory lock on the scope-week (two processes never roll one week at once; the
 stored hash is read again under the lock). The scope-weeks fan out over Dask workers by shard (a stable
@@ -31,6 +36,7 @@ the LLM stage policy of models/results.py; retries live in the gateway only.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -209,8 +215,8 @@ def week_records(conn: Connection, bounds: dict[str, Any], tz: ZoneInfo) -> list
 def report_row(work: WeekWork, output: RollupOutput, lineage: dict[str, Any]) -> dict[str, Any]:
     """The weekly_reports row of one scope-week from the model's answer (strataflow/memory/reports.py)."""
     row = work.row
-    key_events = _key_events(output, work.live_ids, set(work.week_ids), work.existing)
-    summary = output.summary.strip()
+    key_events = distinct_events(_key_events(output, work.live_ids, set(work.week_ids), work.existing))
+    summary = distinct_bullets(output.summary.strip())
     fts_en, fts_zh = report_fts(summary, key_events)
     return {
         **lineage,
@@ -281,6 +287,42 @@ def _key_events(
             if old_ids and old_ids <= week_ids and not old_ids & live_ids:
                 events.append(old)
     return events
+
+
+BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?P<text>.+)$")
+
+
+def _said(text: str) -> str:
+    """What a line says, for comparing: case, spacing and end punctuation left out."""
+    return " ".join(text.casefold().split()).rstrip(" .。!！;；")
+
+
+def distinct_bullets(summary: str) -> str:
+    """The Markdown summary without a bullet line that repeats an earlier bullet of it."""
+    seen: set[str] = set()
+    lines = []
+    for line in summary.splitlines():
+        bullet = BULLET.match(line)
+        if bullet is not None:
+            said = _said(bullet.group("text"))
+            if said in seen:
+                continue
+            seen.add(said)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def distinct_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Key events with the same text as one event (the first's place, every message id of them, in order)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for event in events:
+        said = _said(str(event.get("event") or ""))
+        first = merged.get(said)
+        if first is None:
+            merged[said] = {**event, "message_ids": list(event.get("message_ids") or [])}
+            continue
+        first["message_ids"] += [i for i in event.get("message_ids") or [] if i not in first["message_ids"]]
+    return list(merged.values())
 
 
 @telemetry.traced("rollup", model_setting="rollup_model")

@@ -228,3 +228,28 @@ def test_a_backfill_into_a_partly_expired_week_keeps_the_expired_messages_events
     assert (new.metrics["messages_total"], new.metrics["messages_live"]) == (3, 2)
     only_expired = [event for event in old.key_events if set(event["message_ids"]) == {expired}]
     assert all(event in new.key_events for event in only_expired)
+
+
+def test_a_week_where_the_user_said_a_thing_twice_repeats_no_bullet_and_no_event(
+    engine, settings, add_messages, namespace
+):
+    said = "I moved to Porto last spring and now work as a nurse at the city hospital."
+    ids = add_messages(
+        namespace,
+        "u1",
+        [
+            (utc("2026-11-02T10:00"), "user", said),
+            (utc("2026-11-03T10:00"), "user", said),  # said again the next day, as users do
+            (utc("2026-11-04T10:00"), "user", "I prefer short answers in plain text."),
+        ],
+    )
+
+    rollup_weeks(settings, namespace=namespace)
+
+    (report,) = reports(engine, namespace)
+    bullets = [line[2:].strip() for line in report.summary.splitlines() if line.startswith("- ")]
+    assert bullets and len(bullets) == len(set(bullets)), report.summary
+    events = [event["event"] for event in report.key_events]
+    assert len(events) == len(set(events)), events
+    porto = next(event for event in report.key_events if event["event"] == f"user: {said}")
+    assert porto["message_ids"] == ids[:2]  # one event resting on both messages
