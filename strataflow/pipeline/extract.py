@@ -43,6 +43,7 @@ from strataflow import telemetry
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.llm.gateway import LLMGateway
+from strataflow.llm.ledger import input_hash
 from strataflow.memory import store
 from strataflow.memory.api import NAMESPACE_VISIBLE
 from strataflow.memory.profiles import refresh_documents
@@ -94,6 +95,27 @@ SELECT_WINDOW_ITEMS = text(
     where namespace = :namespace and subject_id = :subject_id and agent_id is null and source = 'extracted'
       and status = 'active' and kind <> 'hot_summary' and prompt_version like 'extract-%'
       and source_message_ids && cast(:message_ids as bigint[])
+    """
+)
+# The window's messages (message_id:content_hash) that no cached answer of this model and prompt version
+# covered (sql/482: an extraction answer records the messages of its batch).
+SELECT_UNCOVERED = text(
+    """
+    select count(*) from unnest(cast(:keys as text[])) as k (message_key)
+    where not exists (
+        select 1 from llm_cache as c
+        where c.stage = 'extract' and c.prompt_version = :prompt_version and c.model = :model
+            and coalesce(c.namespace, '') = :namespace and c.subject_id = :subject_id
+            and k.message_key = any(c.message_keys)
+    )
+    """
+)
+RECORD_COVERED = text(
+    """
+    update llm_cache set message_keys = cast(:keys as text[])
+    where stage = 'extract' and prompt_version = :prompt_version and model = :model
+        and coalesce(namespace, '') = :namespace and input_hash = :input_hash
+        and message_keys is distinct from cast(:keys as text[])
     """
 )
 SELECT_EXISTING_KEYS = text(
@@ -148,8 +170,28 @@ def scope_work(
         ids = [m.message_id for batch in batches for m in batch if m.role in EXTRACT_ROLES]
         params = {**scope_params(scope), "model": model, "prompt_version": prompt_version}
         window = conn.execute(SELECT_WINDOW_ITEMS, {**params, "message_ids": ids}).one()
-        current = window.items > 0 and window.stale == 0
+        current = window.stale == 0 and (
+            window.items > 0  # every item citing the window is this model's
+            or not conn.execute(SELECT_UNCOVERED, {**params, "keys": message_keys(messages)}).scalar_one()
+        )  # (or its messages gave no item, and this model and prompt version answered each of them)
     return ScopeWork(messages, batches, current)
+
+
+def message_keys(messages: list[ScopeMessage]) -> list[str]:
+    """message_id:content_hash of each message (what an answer covered: sql/482)."""
+    return [f"{m.message_id}:{m.content_hash}" for m in messages]
+
+
+def record_covered(conn: Connection, scope: Scope, model: str, batch: list[ScopeMessage]) -> None:
+    """Note on the batch's cached answer which messages it covered (the caller owns the transaction)."""
+    params = {
+        "prompt_version": PROMPT_VERSION,
+        "model": model,
+        "namespace": scope.namespace,
+        "input_hash": input_hash([], ExtractionOutput, batch_cache_key(batch)),
+        "keys": message_keys(batch),
+    }
+    conn.execute(RECORD_COVERED, params)
 
 
 def scopes_to_extract(
@@ -235,6 +277,7 @@ def _extract_scope(
                     settings=gateway.settings,
                 )  # fmt: skip
                 count_applied(applied, scope, result)
+                record_covered(conn, scope, model, batch)
                 result.items_dropped += output.unsupported  # items the answer could not rest on its lines
                 refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:

@@ -186,3 +186,40 @@ def test_shards_split_the_scopes_into_disjoint_parts_that_cover_them_all(count: 
     assert EVERY_SCOPE.owns("ns", "anyone") and Shard(index=1, count=2) == Shard(index=1, count=2)
     with pytest.raises(ValueError):
         Shard(index=count, count=count)
+
+
+def test_an_unchanged_reprocess_sends_nothing_where_earlier_runs_batched_the_window_otherwise(
+    settings: Settings, engine: Engine, namespace: str, tmp_path: Path
+) -> None:
+    """Messages that gave no item (greetings, thanks), extracted by two runs as they arrived, are one batch
+    to a reprocess: with the same model and prompt version it sends nothing (sql/482), and with another
+    model it sends the window once."""
+    said = ["Hi there!", "Thanks a lot.", "How are you today?", "ok", "Good morning.", "See you."]
+    for part in (said[:3], said[3:]):  # an incremental run per arrival
+        path = tmp_path / f"{uuid.uuid4().hex}.jsonl"
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "conversation_id": "c",
+                        "subject_id": "dee",
+                        "source_message_id": text,
+                        "role": "user",
+                        "content": text,
+                        "created_at": "2026-11-03T09:00:00Z",
+                    }
+                )
+                + "\n"
+                for text in part
+            ),  # fmt: skip
+            encoding="utf-8",
+        )
+        ingest_logs(settings, [path], namespace=namespace, progress=False)
+        assert extract_new(settings, namespace=namespace, progress=False).llm_calls == 1
+
+    again = extract_new(settings, namespace=namespace, recompute=WINDOW, progress=False)
+    assert (again.llm_calls, again.scopes_current) == (0, 1)
+
+    other = settings.model_copy(update={"extract_model": "offline/rules-v2"})
+    assert extract_new(other, namespace=namespace, recompute=WINDOW, progress=False).llm_calls == 1
+    assert extract_new(other, namespace=namespace, recompute=WINDOW, progress=False).llm_calls == 0
