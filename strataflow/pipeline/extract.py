@@ -53,6 +53,7 @@ from strataflow.pipeline.extract_prompt import (
     EXTRACT_SYSTEM,
     PROMPT_VERSION,
     STAGE,
+    ExtractPrompt,
     answer_context,
     batch_cache_key,
     build_extract_messages,
@@ -182,13 +183,15 @@ def message_keys(messages: list[ScopeMessage]) -> list[str]:
     return [f"{m.message_id}:{m.content_hash}" for m in messages]
 
 
-def record_covered(conn: Connection, scope: Scope, model: str, batch: list[ScopeMessage]) -> None:
+def record_covered(
+    conn: Connection, scope: Scope, model: str, prompt: ExtractPrompt, batch: list[ScopeMessage]
+) -> None:
     """Note on the batch's cached answer which messages it covered (the caller owns the transaction)."""
     params = {
-        "prompt_version": PROMPT_VERSION,
+        "prompt_version": prompt.version,
         "model": model,
         "namespace": scope.namespace,
-        "input_hash": input_hash([], ExtractionOutput, batch_cache_key(batch)),
+        "input_hash": input_hash([], prompt.schema, batch_cache_key(batch)),
         "keys": message_keys(batch),
     }
     conn.execute(RECORD_COVERED, params)
@@ -277,7 +280,7 @@ def _extract_scope(
                     settings=gateway.settings,
                 )  # fmt: skip
                 count_applied(applied, scope, result)
-                record_covered(conn, scope, model, batch)
+                record_covered(conn, scope, model, prompt, batch)
                 result.items_dropped += output.unsupported  # items the answer could not rest on its lines
                 refresh_documents(conn, scope.namespace, scope.subject_id)  # both seed 002 documents exist
                 if recompute is None:
