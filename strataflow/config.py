@@ -252,8 +252,9 @@ class Settings(BaseSettings):
         "of one API key that run at once per server process; more wait (STRATAFLOW_API_HEAVY_WAIT_S).",
     )  # fmt: skip
     api_scan_max_s: float = Field(
-        5.0, gt=0, le=600, description="The work of one scan is bounded to this many seconds from its "
-        "arrival, its wait for a turn included; past it the request is answered 422.",
+        10.0, gt=0, le=600, description="The work of one scan (a context, a search, a write that embeds its "
+        "text) is bounded to this many seconds from its arrival, its wait for a turn included; past it the "
+        "request is answered 422.",
     )  # fmt: skip
     api_rate_file: Path | None = Field(
         None, description="Set by `strataflow api`: the file its worker processes share their rate-limit "

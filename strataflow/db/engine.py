@@ -63,7 +63,7 @@ def _check_deadline(*_: object) -> None:
     if deadline is not None and time.monotonic() > deadline[0]:
         raise WorkDeadline(
             f"this request's work ran past its time limit ({deadline[1]}): ask for less at once "
-            "(fewer filter values, ops or messages) or split it"
+            "(a shorter text or query, fewer filter values, ops or messages) or split it"
         )
 
 

@@ -8,8 +8,9 @@ role (strataflow.service.session), the same as an HTTP request, and one call int
 - The caller is identified once per call (over /mcp: once per request, by the endpoint's key check), and
   who the call acts as is decided once (keys.Acting: the key's agent or the `agent` argument); a write tool
   asks `Acting.require_writer`, the one read-only rule of every surface.
-- The tools that encode a query (memory_recall, get_context, get_user_context) are scans, as their HTTP
-  routes: a fair turn first, then their work within STRATAFLOW_API_SCAN_MAX_S (Sessions.turn).
+- The tools that encode (memory_recall, get_context, get_user_context: a query; memory_save, memory_update:
+  the text they save) are scans, as their HTTP routes: a fair turn first, then their work within
+  STRATAFLOW_API_SCAN_MAX_S (Sessions.turn).
 
 - /mcp checks the key before the MCP layer sees the request: a missing, invalid, revoked or expired key is
   401 with `WWW-Authenticate: Bearer` (initialize included), so a client asks for a key instead of starting
@@ -193,14 +194,18 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
             with sessions.open(None, None, caller) as (conn, _):
                 yield conn, acting
 
-    async def scan(ctx: Context, agent: str | None, work: Callable[[Connection, Acting], T]) -> T:
-        """A tool that encodes a query: a turn of the caller (no thread or connection held while it waits),
-        then `work` in one transaction within the scan's time limit (Sessions.turn)."""
+    async def scan(
+        ctx: Context, agent: str | None, work: Callable[[Connection, Acting], T], write: bool = False
+    ) -> T:
+        """A tool that encodes (a query, or the text it saves): a turn of the caller (no thread or connection
+        held while it waits), then `work` in one transaction within the scan's time limit (Sessions.turn)."""
         await anyio.to_thread.run_sync(sessions.warm_up)  # stdio: the models may still be loading
         arrived = time.monotonic()
         with _tool_errors():
             caller = await anyio.to_thread.run_sync(identify, ctx)
             acting = caller.acting(agent)
+            if write:
+                acting.require_writer()
             async with sessions.turn(caller, "scan", arrived):
 
                 def run() -> T:
@@ -210,7 +215,7 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
                 return await anyio.to_thread.run_sync(run)
 
     @_tool(server, "memory_save", WRITES, writable)
-    def memory_save(
+    async def memory_save(
         subject: Subject,
         type: SeedType,
         name: Title,
@@ -222,11 +227,10 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
     ) -> JsonAnswer:
         """Save a new long-term memory entry about a user. If an entry with this name exists for the user,
         this fails and names it: update that entry with memory_update instead of creating a duplicate."""
-        with session(ctx, agent, write=True) as (conn, acting):
-            saved = api.create_memory(
-                conn, acting.namespace, subject, type, name, content, description=description,
-                agent_id=acting.agent, shared=shared, settings=settings,
-            )  # fmt: skip
+        saved = await scan(ctx, agent, lambda conn, acting: api.create_memory(
+            conn, acting.namespace, subject, type, name, content, description=description,
+            agent_id=acting.agent, shared=shared, settings=settings,
+        ), write=True)  # fmt: skip
         return json_answer(saved.item.model_dump(mode="json"))
 
     @_tool(server, "memory_recall", READ_ONLY, writable)
@@ -248,7 +252,7 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         return render_hits(hits)
 
     @_tool(server, "memory_update", WRITES, writable)
-    def memory_update(
+    async def memory_update(
         id: EntryId,
         ctx: Context,
         content: Content | None = None,
@@ -259,12 +263,10 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         agent: Agent = None,
     ) -> JsonAnswer:
         """Change an existing memory entry (only the fields given); the old version is kept in its history."""
-        with session(ctx, agent, write=True) as (conn, acting):
-            updated = api.update_memory(
-                conn, acting.namespace, id, agent_id=acting.agent, type=type, name=name,
-                description=description, value=api.UNSET if content is None else content, shared=shared,
-                settings=settings,
-            )  # fmt: skip
+        updated = await scan(ctx, agent, lambda conn, acting: api.update_memory(
+            conn, acting.namespace, id, agent_id=acting.agent, type=type, name=name, description=description,
+            value=api.UNSET if content is None else content, shared=shared, settings=settings,
+        ), write=True)  # fmt: skip
         return json_answer(updated.item.model_dump(mode="json"))
 
     @_tool(server, "memory_delete", DESTRUCTIVE, writable)

@@ -22,7 +22,10 @@ ID_MAX = 512
 NAME_MAX = 255
 DESCRIPTION_MAX = 500
 TEXT_MAX = 20_000
-QUERY_MAX = 4_000
+# A query is encoded by both embedding models and read by the full-text search, its cost growing with its
+# length (multilingual-e5 slides its 512-token window over the whole text): 1,000 characters is about two
+# windows of CJK text and well over the models' reach in English; longer is 422 naming `query` (R2).
+QUERY_MAX = 1_000
 BIGINT_MAX = 2**63 - 1
 # A value with at least one character that is not whitespace (str.isspace), and no NUL.
 NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"

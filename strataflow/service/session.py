@@ -89,17 +89,20 @@ class Sessions:
 
     def warm_up(self) -> None:
         """Load what the first request would otherwise wait for, once per process (later calls return at
-        once, or wait for the first): the embedding model, its question centroid
-        (strataflow.retrieval.question_centroid: 96 short texts encoded once) and the token counter. A scan's
-        time limit never pays for it."""
+        once, or wait for the first): every configured embedding model, the default one's question centroid
+        (strataflow.retrieval.question_centroid: 96 short texts encoded once), jieba's dictionary and the
+        token counter. A scan's time limit never pays for it."""
         with self._warm:
             if self._warmed:
                 return
-            from strataflow.llm.embeddings import get_embedder
+            from strataflow.llm.embeddings import embedding_models, get_embedder
             from strataflow.retrieval.context_budget import count_tokens
             from strataflow.retrieval.question_centroid import question_centroid
+            from strataflow.textsearch import chinese_tokens
 
-            get_embedder(self.settings).encode(["warm up"])
+            for model in embedding_models(self.settings):
+                get_embedder(self.settings, model).encode_queries(["warm up"])
+            chinese_tokens("预热分词")  # jieba's dictionary, which the first Chinese text would load
             question_centroid(self.settings, self.settings.embedding_model)
             count_tokens("warm up")
             self._warmed = True

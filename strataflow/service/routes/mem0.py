@@ -306,7 +306,10 @@ def get(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> M
 
 
 @router.put(
-    "/v1/memories/{memory_id}/", response_model=Mem0Memory, responses=READ, dependencies=[mem0_work("write")]
+    "/v1/memories/{memory_id}/",
+    response_model=Mem0Memory,
+    responses=READ,
+    dependencies=[mem0_work("write", "scan")],
 )
 def update(
     memory_id: MemoryId,

@@ -28,7 +28,9 @@ ItemPath = Annotated[int, Path(ge=1, le=BIGINT_MAX, description="the entry id")]
 READ = WRITE = error_responses()
 
 
-@router.post("", response_model=MemoryItem, status_code=201, responses=WRITE, dependencies=[work("write")])
+@router.post(
+    "", response_model=MemoryItem, status_code=201, responses=WRITE, dependencies=[work("write", "scan")]
+)
 def create_memory(body: MemoryCreate, writer: OpenerDep, settings: SettingsDep) -> MemoryItem:
     """Save a new entry; 409 when its name is taken for this subject and agent (PATCH that one instead).
     A text content is embedded before the request takes a database connection."""
@@ -72,7 +74,9 @@ def get_memory(item_id: ItemPath, db: DbDep, acting: ActingDep, agent: AgentQuer
     return api.get_memory(db, acting.namespace, item_id, agent_id=acting.agent)
 
 
-@router.patch("/{item_id:int}", response_model=MemoryItem, responses=WRITE, dependencies=[work("write")])
+@router.patch(
+    "/{item_id:int}", response_model=MemoryItem, responses=WRITE, dependencies=[work("write", "scan")]
+)
 def patch_memory(
     item_id: ItemPath,
     body: MemoryPatch,
