@@ -205,6 +205,10 @@ class Settings(BaseSettings):
         10.0, gt=0, le=300, description="A connection that has not sent a whole request head (line and "
         "headers) within this many seconds is closed.",
     )  # fmt: skip
+    api_send_timeout_s: float = Field(
+        10.0, gt=0, le=600, description="A client that reads nothing of its answers (the server's send "
+        "buffer stays full) for this many seconds is disconnected.",
+    )  # fmt: skip
     api_max_connections: int = Field(
         1000, ge=1, description="Open connections one server process holds; more are answered 503 and closed."
     )

@@ -9,13 +9,24 @@ shutdown (the connection pool closes) and exits.
 Slow or idle clients cannot hold the server: a connection that has not sent a whole request head (request
 line and headers) within STRATAFLOW_API_HEADER_TIMEOUT_S is closed (before its first request and between
 keep-alive requests); a request whose body has not all arrived within STRATAFLOW_API_BODY_TIMEOUT_S of its
-head is closed; a process holds at most STRATAFLOW_API_MAX_CONNECTIONS connections (more are answered 503
-and closed at once), and at most STRATAFLOW_API_MAX_CONNECTIONS_PER_ADDRESS of one client address (more
-are closed at once, unanswered: a flood gets nothing to read), so one address cannot take the others'; a
+head is closed; a client that does not read its answers (the server's send buffer stays full) for
+STRATAFLOW_API_SEND_TIMEOUT_S is reset (its unsent bytes dropped, nothing left in the kernel), and each
+connection's send buffer is SEND_BUFFER_BYTES, so a client that never reads costs the server little work
+before it waits; a process holds at most STRATAFLOW_API_MAX_CONNECTIONS connections, and at most
+STRATAFLOW_API_MAX_CONNECTIONS_PER_ADDRESS of one client address (more are closed at once, unanswered: a
+flood gets nothing to read), so one address cannot take the others'. When the process is full, a new
+connection from an address holding fewer connections than the busiest address takes the place of one of
+that address's connections (one that is not reading first, then one idle, then the oldest): many addresses
+together cannot lock another address out; only when no address holds more is the newcomer answered 503. A
 keep-alive connection idles at most STRATAFLOW_API_KEEP_ALIVE_S and makes at most
-STRATAFLOW_API_KEEP_ALIVE_REQUESTS requests. X-Forwarded-For is read only from
-STRATAFLOW_API_TRUSTED_PROXIES (uvicorn_options). The workers share one rate-limit file under
-STRATAFLOW_HOME/run (mode 0600, removed at exit), so the configured rate holds for the server as a whole.
+STRATAFLOW_API_KEEP_ALIVE_REQUESTS requests.
+
+GuardedH11Protocol extends uvicorn's h11 protocol (an internal class: pyproject.toml pins uvicorn below the
+next minor release, and tests/service/test_connection_limits.py checks the methods it relies on).
+
+X-Forwarded-For is read only from STRATAFLOW_API_TRUSTED_PROXIES (uvicorn_options). The workers share one
+rate-limit file under STRATAFLOW_HOME/run (mode 0600, removed at exit), so the configured rate holds for
+the server as a whole.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import struct
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -40,6 +52,10 @@ from strataflow.config import Settings, load_settings
 APP = "strataflow.service.app:create_app"
 GRACEFUL_SHUTDOWN_S = 30
 HEAD_MAX_BYTES = 16 * 1024  # request line and headers
+# The kernel's send buffer of one connection (Linux doubles the value given). Left to autotuning, loopback
+# takes up to 4 MB per connection: a client that never reads made the server render that much before its
+# writes paused, for each of its connections. Answers are small JSON: this keeps a fast link full.
+SEND_BUFFER_BYTES = 128 * 1024
 BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
     b"retry-after: 1\r\ncontent-length: 97\r\n\r\n"
@@ -53,6 +69,7 @@ class ConnectionLimits:
 
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
+    send_timeout_s: float = 10.0
     max_connections: int = 1000
     max_per_address: int = 100
     max_requests: int = 1000  # per keep-alive connection
@@ -61,16 +78,17 @@ class ConnectionLimits:
     @classmethod
     def of(cls, settings: Settings) -> ConnectionLimits:
         return cls(
-            settings.api_header_timeout_s, settings.api_body_timeout_s, settings.api_max_connections,
-            settings.api_max_connections_per_address, settings.api_keep_alive_requests,
-            frozenset(settings.api_trusted_proxies),
+            settings.api_header_timeout_s, settings.api_body_timeout_s, settings.api_send_timeout_s,
+            settings.api_max_connections, settings.api_max_connections_per_address,
+            settings.api_keep_alive_requests, frozenset(settings.api_trusted_proxies),
         )  # fmt: skip
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a header-read and a body-read timeout, a connection cap per process and
-    per client address, and a bound on the requests of one keep-alive connection (module docstring). The
-    bounds are a class attribute, set from the settings by configure() in each worker (create_app does)."""
+    """uvicorn's h11 protocol with a header-read, a body-read and a send timeout, a small send buffer, a
+    connection cap per process and per client address (the process's shared fairly among addresses), and a
+    bound on the requests of one keep-alive connection (module docstring). The bounds are a class
+    attribute, set from the settings by configure() in each worker (create_app does)."""
 
     limits = ConnectionLimits()
 
@@ -82,23 +100,26 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
-        self._address: str | None = None  # counted in the per-address table while open
+        self._send_timer: asyncio.TimerHandle | None = None
+        self._address: str | None = None  # in the per-address table while open
         self._requests = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         limits = self.limits
         address = self.client[0] if self.client else None
-        over_address = False
+        mine: list[GuardedH11Protocol] = []
         if address is not None and address not in limits.trusted:
-            counts = _address_counts(self.server_state)
-            counts[address] = counts.get(address, 0) + 1
+            mine = _open_by_address(self.server_state).setdefault(address, [])
+            mine.append(self)
             self._address = address
-            over_address = counts[address] > limits.max_per_address
-        if over_address:  # a flood from one address: closed at once, no answer to read
-            transport.close()
+        if len(mine) > limits.max_per_address:  # a flood from one address: closed at once, no answer to read
+            self.drop()
             return
-        if len(self.connections) > limits.max_connections:
+        if len(self.connections) > limits.max_connections and not self._make_room(len(mine)):
             transport.write(BUSY)
             transport.close()
             return
@@ -126,20 +147,54 @@ class GuardedH11Protocol(H11Protocol):
             self._body_timer.cancel()  # the whole body has arrived
             self._body_timer = None
 
+    def pause_writing(self) -> None:
+        """The send buffer is full: the client has that long to read before it is reset."""
+        super().pause_writing()
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self.limits.send_timeout_s, self._send_timeout)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._head_timer, self._body_timer):
+        for timer in (self._head_timer, self._body_timer, self._send_timer):
             if timer is not None:
                 timer.cancel()
-        self._head_timer = self._body_timer = None
+        self._head_timer = self._body_timer = self._send_timer = None
         if self._address is not None:
-            counts = _address_counts(self.server_state)
-            left = counts.get(self._address, 1) - 1
-            if left > 0:
-                counts[self._address] = left
-            else:
-                counts.pop(self._address, None)
+            table = _open_by_address(self.server_state)
+            mine = table.get(self._address, [])
+            if self in mine:
+                mine.remove(self)
+            if not mine:
+                table.pop(self._address, None)
             self._address = None
         super().connection_lost(exc)
+
+    def drop(self) -> None:
+        """Close now, with a reset: what is buffered for a client that does not read is dropped, so the
+        kernel keeps nothing of the connection either (a plain close would wait to send it)."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+        self.transport.abort()
+
+    def _make_room(self, held: int) -> bool:
+        """The process is full: take the place of a connection of the busiest address, when it holds more
+        than this connection's address does (with this one); False when no address holds more."""
+        table = _open_by_address(self.server_state)
+        busiest = max(table.items(), key=lambda item: len(item[1]), default=(None, []))[1]
+        if len(busiest) <= max(held, 1):
+            return False
+        victim = min(busiest, key=lambda p: (not p.flow.write_paused, p.cycle is not None, busiest.index(p)))
+        victim.drop()
+        return True
 
     def _arm_head(self) -> None:
         self._head_timer = self.loop.call_later(self.limits.header_timeout_s, self._head_timeout)
@@ -147,7 +202,7 @@ class GuardedH11Protocol(H11Protocol):
     def _head_timeout(self) -> None:
         self._head_timer = None
         if self.conn.their_state in (h11.IDLE, h11.DONE) or self.conn.their_state is h11.MUST_CLOSE:
-            self.transport.close()
+            self._close()
 
     def _body_timeout(self) -> None:
         """The body did not arrive in time: the connection is closed (the app waiting for the body sees the
@@ -155,16 +210,29 @@ class GuardedH11Protocol(H11Protocol):
         keep its side of the connection open."""
         self._body_timer = None
         if self.conn.their_state is h11.SEND_BODY:
+            self._close()
+
+    def _send_timeout(self) -> None:
+        """The client read nothing of its answers for send_timeout_s: reset (it holds a worker otherwise)."""
+        self._send_timer = None
+        if self.flow is not None and self.flow.write_paused:
+            self.drop()
+
+    def _close(self) -> None:
+        """Close: gracefully when nothing waits to be sent, else with a reset (drop)."""
+        if self.transport.get_write_buffer_size():
+            self.drop()
+        else:
             self.transport.close()
 
 
-def _address_counts(state: ServerState) -> dict[str, int]:
-    """Open connections per client address of one server (kept on uvicorn's per-server state)."""
-    counts: dict[str, int] | None = getattr(state, "strataflow_per_address", None)
-    if counts is None:
-        counts = {}
-        state.strataflow_per_address = counts  # type: ignore[attr-defined]
-    return counts
+def _open_by_address(state: ServerState) -> dict[str, list[GuardedH11Protocol]]:
+    """Open connections per client address of one server, oldest first (on uvicorn's per-server state)."""
+    table: dict[str, list[GuardedH11Protocol]] | None = getattr(state, "strataflow_by_address", None)
+    if table is None:
+        table = {}
+        state.strataflow_by_address = table  # type: ignore[attr-defined]
+    return table
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 protocol and small bounds: a body that stalls is closed (nothing left to read: the check of issue 36 counts
 a connection with unread bytes as open); one client address cannot take the connections of another
 (127.0.0.2 is served while 127.0.0.1 holds stalled bodies over its cap); a keep-alive connection ends after
-its requests; X-Forwarded-For is believed only from a configured proxy."""
+its requests; X-Forwarded-For is believed only from a configured proxy; a client that never reads its
+answers is reset after the send timeout (issue 46, R1), and addresses that fill the process together leave a
+new address served."""
 
 from __future__ import annotations
 
@@ -26,8 +28,11 @@ def _port() -> int:
         return int(sock.getsockname()[1])
 
 
+BIG = b"x" * 200_000  # the answer of GET /big
+
+
 async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Reads the whole body, answers the client address uvicorn saw."""
+    """Reads the whole body, answers the client address uvicorn saw (GET /big: 200 KB)."""
     if scope["type"] != "http":
         return
     while True:
@@ -35,7 +40,8 @@ async def _echo_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if message["type"] == "http.disconnect" or not message.get("more_body"):
             break
     await send({"type": "http.response.start", "status": 200, "headers": []})
-    await send({"type": "http.response.body", "body": scope["client"][0].encode()})
+    body = BIG if scope["path"] == "/big" else scope["client"][0].encode()
+    await send({"type": "http.response.body", "body": body})
 
 
 @pytest.fixture
@@ -133,3 +139,73 @@ def test_trusted_proxies_are_read_from_a_list_or_commas() -> None:
     assert Settings(api_trusted_proxies="10.0.0.1, ::1").api_trusted_proxies == ["10.0.0.1", "::1"]
     with pytest.raises(ValueError, match="not an IP address"):
         Settings(api_trusted_proxies="proxy.local")
+
+
+def _held(port: int, sources: set[str]) -> int:
+    """Connections the server side still holds (ESTABLISHED) from these client addresses (/proc/net/tcp)."""
+    wanted = {"".join(f"{int(x):02X}" for x in reversed(a.split("."))) for a in sources}
+    count = 0
+    with open("/proc/net/tcp") as table:
+        for line in table.read().splitlines()[1:]:
+            fields = line.split()
+            local, remote, state = fields[1], fields[2], fields[3]
+            if int(local.split(":")[1], 16) == port and remote.split(":")[0] in wanted and state == "01":
+                count += 1
+    return count
+
+
+def test_clients_that_never_read_are_reset_and_another_address_is_served(serve: Any) -> None:
+    """R1: connections that pipeline requests for large answers and never read them are reset once their
+    send buffer has stayed full for the send timeout; meanwhile a client on another address is served."""
+    url = serve(ConnectionLimits(send_timeout_s=1.0, max_per_address=50))
+    port = int(url.rsplit(":", 1)[1])
+    readers = []
+    for _ in range(20):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.bind(("127.0.0.3", 0))
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n" * 40)  # 8 MB of answers, never read
+        readers.append(sock)
+    other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5)
+    assert other.get(url).text == "127.0.0.2"
+    deadline = time.monotonic() + 15
+    while _held(port, {"127.0.0.3"}) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _held(port, {"127.0.0.3"}) == 0, "a client that never read was still connected"
+    for sock in readers:
+        sock.close()
+    assert other.get(url).text == "127.0.0.2"
+
+
+def test_addresses_that_fill_the_process_together_leave_a_new_address_served(serve: Any) -> None:
+    """R1: a process cap of 12 filled by three addresses (4 stalled bodies each, under their own cap): a
+    connection from a fourth address takes the place of one of the busiest address's, and is served."""
+    url = serve(ConnectionLimits(body_timeout_s=30.0, max_connections=12, max_per_address=5))
+    stalled = [_stall(url, f"127.0.0.{10 + i % 3}") for i in range(12)]
+    time.sleep(0.3)
+    other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5)
+    answer = other.get(url)
+    assert answer.status_code == 200 and answer.text == "127.0.0.2"
+    dropped = [sock for sock in stalled if _closed_with(sock, 0.2) is not None]
+    assert len(dropped) == 1, f"{len(dropped)} stalled connections gave way to the new address (want 1)"
+    for sock in stalled:
+        sock.close()
+
+
+def test_the_uvicorn_protocol_still_has_what_the_guard_extends() -> None:
+    """GuardedH11Protocol overrides and reads these members of uvicorn's internal h11 protocol (uvicorn is
+    pinned below its next minor release; this fails first when a new release renames one)."""
+    import inspect
+
+    from uvicorn.protocols.http.flow_control import FlowControl
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    for name in ("connection_made", "data_received", "handle_events", "connection_lost", "pause_writing",
+                 "resume_writing"):  # fmt: skip
+        assert callable(getattr(H11Protocol, name, None)), name
+    made = inspect.getsource(H11Protocol.__init__) + inspect.getsource(H11Protocol.connection_made)
+    for attribute in ("self.flow", "self.cycle", "self.conn", "self.server_state", "self.connections",
+                      "self.client", "self.transport", "self.loop"):  # fmt: skip
+        assert attribute in made, attribute
+    assert "self.write_paused" in inspect.getsource(FlowControl.__init__)
