@@ -14,6 +14,14 @@ and `span` is a no-op context manager until then.
   text (queries, messages, subject ids).
 - `observe(name, seconds)`: a timing (embed_on_write, ...) handed to whoever registered an observer (the
   API's Prometheus metrics, strataflow.service.metrics); nothing when nobody listens.
+
+Other instrumentation in the process exports too: FastAPI's own telemetry (on as soon as a tracer provider
+exists) puts the request's path and query string on its server spans (`url.path`, `url.query`: a context
+query's words, a subject id in `/v1/profiles/{subject}`), and an exception event can quote a value. Nothing
+of that leaves the process: `configure_tracing` adds `Redact`, a span processor that overwrites those
+attributes as a span starts (every processor and exporter of the provider sees the redacted values), and
+wraps its own exporter in `RedactingExporter`, which exports each span with only what REDACTED_ATTRIBUTES
+leaves (the path becomes its route template; exception events keep their type; no status description).
 """
 
 from __future__ import annotations
@@ -37,6 +45,15 @@ TRACER_NAME = "strataflow"
 RESULT_FIELDS = ("llm_calls", "tokens", "cost_usd", "units_failed", "scopes", "messages", "items_new",
                  "items_changed", "reports_written", "accepted", "quarantined")  # fmt: skip
 Observer = Callable[[str, float], None]
+
+# Span attributes that can hold user text or ids (OpenTelemetry's HTTP conventions, old and new names): never
+# exported. `url.path` is replaced by the route template (http.route) where the span has one.
+REDACTED_ATTRIBUTES = frozenset({
+    "url.query", "url.full", "url.path", "url.original", "http.target", "http.url",
+    "http.request.method_original", "exception.message", "exception.stacktrace", "db.statement",
+    "db.query.text",
+})  # fmt: skip
+REDACTED = "[redacted]"
 
 _tracer: Any = None
 _processor: Any = None  # the span processor configure_tracing added (shut down by flush_and_stop)
@@ -75,7 +92,8 @@ def configure_tracing(endpoint: str | None, service: str, protocol: str = "http/
     else:
         provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
         trace.set_tracer_provider(provider)
-    _processor = BatchSpanProcessor(exporter, schedule_delay_millis=1000)
+    provider.add_span_processor(_redact_processor())
+    _processor = BatchSpanProcessor(_redacting(exporter), schedule_delay_millis=1000)
     provider.add_span_processor(_processor)
     _tracer = trace.get_tracer(TRACER_NAME)
     logger.info("exporting OpenTelemetry spans to %s", endpoint)
@@ -103,6 +121,61 @@ def _otlp_exporter(protocol: str, endpoint: str) -> Any:
         logger.warning("no OTLP exporter for protocol %s is installed: no spans are exported", protocol)
         return None
     return OTLPSpanExporter(endpoint=endpoint)
+
+
+def _redact_processor() -> Any:
+    """A span processor that overwrites REDACTED_ATTRIBUTES as a span starts (module docstring)."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    class Redact(SpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            for key in REDACTED_ATTRIBUTES & set(span.attributes or {}):
+                span.set_attribute(key, REDACTED)
+
+    return Redact()
+
+
+def redacted_span(span: Any) -> Any:
+    """The span as exported: without REDACTED_ATTRIBUTES (url.path becomes the route template), exception
+    events with their type only, no status description."""
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.trace import Status
+
+    attributes = {k: v for k, v in (span.attributes or {}).items() if k not in REDACTED_ATTRIBUTES}
+    route = attributes.get("http.route")
+    if "url.path" in (span.attributes or {}) and isinstance(route, str):
+        attributes["url.path"] = route
+    events = [
+        Event(
+            e.name,
+            {k: v for k, v in (e.attributes or {}).items() if k not in REDACTED_ATTRIBUTES},
+            e.timestamp,
+        )
+        for e in span.events
+    ]
+    return ReadableSpan(
+        name=span.name.split("?", 1)[0], context=span.context, parent=span.parent, resource=span.resource,
+        attributes=attributes, events=events, links=span.links, kind=span.kind,
+        status=Status(span.status.status_code), start_time=span.start_time, end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )  # fmt: skip
+
+
+def _redacting(exporter: Any) -> Any:
+    """The exporter, given every span as redacted_span makes it."""
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    class RedactingExporter(SpanExporter):
+        def export(self, spans: Any) -> Any:
+            return exporter.export([redacted_span(span) for span in spans])
+
+        def shutdown(self) -> None:
+            exporter.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return bool(exporter.force_flush(timeout_millis))
+
+    return RedactingExporter()
 
 
 def tracing_enabled() -> bool:

@@ -6,7 +6,8 @@ that guards the rest). Nothing of prometheus_client or OpenTelemetry is imported
 
 Metrics (each app has its own registry, so two apps in one process never share counts):
 - strataflow_http_request_duration_seconds{method, route, status}: a histogram per route template
-  (/v1/memories/{memory_id}, never the id itself) and status code; unmatched paths count as route "other".
+  (/v1/memories/{memory_id}, never the id itself) and status code; unmatched paths count as route "other",
+  and a method outside METHODS (HTTP's own) as method "other": no label takes a value a client makes up.
 - strataflow_http_rate_limited_total{route}: requests refused with 429 by the rate limit.
 - strataflow_db_pool_connections{state}: the pool's checked-out, idle and overflow connections, and its size.
 - strataflow_embed_on_write_seconds: encoding an item's vector while writing it (strataflow.telemetry.timed).
@@ -37,6 +38,8 @@ from strataflow.service.deps import declared
 from strataflow.service.keys import Caller
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# The methods a label may name (RFC 9110's and PATCH); any other is "other" (a client could make up millions).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"})
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -144,7 +147,7 @@ class Observe:
                 await self.app(scope, receive, sending)
             finally:
                 route = _route(scope, self.routes)
-                method = str(scope.get("method", "GET"))
+                method = method_label(scope)
                 add(
                     http__request__method=method,
                     http__route=route,
@@ -162,6 +165,12 @@ class Observe:
 
 def _no_attributes(**_: Any) -> None:
     return None
+
+
+def method_label(scope: Scope) -> str:
+    """The request's method as a label or span attribute: one of METHODS, else "other"."""
+    method = str(scope.get("method", "GET"))
+    return method if method in METHODS else "other"
 
 
 def _route(scope: Scope, routes: list[Any]) -> str:

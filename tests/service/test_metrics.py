@@ -6,6 +6,7 @@ a real OTLP/HTTP receiver as spans that carry the namespace's hash and never its
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -139,3 +140,62 @@ def test_scrapes_and_probes_make_no_spans_and_a_memory_operation_one(
     routes = {a.value.string_value for s in spans for a in s.attributes if a.key == "http.route"}
     assert routes == {"/v1/context"}, routes
     assert len({s.trace_id for s in spans if s.name == "strataflow.http"}) == 1
+
+
+def test_made_up_methods_add_no_series(metrics_url: str) -> None:
+    """R4: the method label is one of HTTP's methods or "other", whatever a client sends."""
+    host, port = metrics_url.removeprefix("http://").split(":")
+    before = httpx.get(f"{metrics_url}/metrics", timeout=30).text
+    for index in range(30):
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                f"X{index:07d}Z /v1/context HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+            )
+            while sock.recv(65536):
+                pass
+    after = httpx.get(f"{metrics_url}/metrics", timeout=30).text
+    assert "X0000001Z" not in after and 'method="other"' in after
+    assert len(after) - len(before) < 5_000, len(after) - len(before)
+
+
+def test_no_exported_span_holds_a_query_a_subject_or_a_path_id(
+    engine: Engine, settings: Settings, tenants: dict[str, Tenant]
+) -> None:
+    """R3: FastAPI's own server spans carry the path and the query string; what leaves the process has
+    neither (the path becomes its route template), for GET and POST /v1/context and a profile path."""
+    Receiver.bodies = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    word, subject = f"ZEBRA{uuid.uuid4().hex[:8].upper()}CANARY", f"subj_{uuid.uuid4().hex[:8]}_canary"
+    traced = settings.model_copy(update={"otel_endpoint": endpoint, "api_rate_per_s": 0.0})
+    try:
+        for url in _serve(traced):
+            with tenants["beta"].client(url) as client:
+                asked = {"subject": subject, "query": f"what does {word} do?"}
+                assert client.get("/v1/context", params=asked).status_code == 200
+                assert client.post("/v1/context", json=asked).status_code == 200
+                assert client.get(f"/v1/profiles/{subject}/user").status_code == 200
+                assert client.get("/v1/context", params={"subject": subject}).status_code == 422
+        telemetry.flush_and_stop()
+    finally:
+        server.shutdown()
+    raw = b"".join(body for _, body in Receiver.bodies).lower()
+    assert raw, "no spans reached the receiver"
+    assert word.lower().encode() not in raw and subject.encode() not in raw
+    paths = {
+        a.value.string_value
+        for body in Receiver.bodies
+        for r in _parsed(body[1]).resource_spans
+        for ss in r.scope_spans
+        for s in ss.spans
+        for a in s.attributes
+        if a.key == "url.path"
+    }
+    assert "/v1/profiles/{subject}/user" in paths, paths
+
+
+def _parsed(body: bytes) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    return request
