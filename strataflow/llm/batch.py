@@ -55,7 +55,9 @@ UPDATE_STATUS = text(
     where provider = :provider and batch_id = :batch_id and status <> 'collected'
     """
 )
-SELECT_BATCH = text("select * from llm_batches where provider = :provider and batch_id = :batch_id")
+# collect holds its batch's row until it is done: a forget (strataflow.pipeline.forget) scrubbing the batch
+# waits for it, and a collect after a forget reads the scrubbed requests.
+LOCK_BATCH = text("select * from llm_batches where provider = :provider and batch_id = :batch_id for update")
 SELECT_OPEN = text(
     """
     select batch_id from llm_batches
@@ -250,11 +252,25 @@ def collect(
     settings: Settings, engine: Engine, ledger: Engine, batch_id: str, schema: type[BaseModel]
 ) -> BatchCollected:
     """Read an ended batch's answers into llm_cache and llm_calls (one row per answer, at the batch price);
-    requests without a usable answer are counted and left to the next run."""
-    with engine.connect() as conn:
-        row = conn.execute(SELECT_BATCH, {"provider": provider_name(settings), "batch_id": batch_id}).one()
-    if row.status == "submitted":
-        raise ValueError(f"batch {batch_id} has not ended ({row.provider_status}); refresh it first")
+    requests without a usable answer are counted and left to the next run. The batch's row stays locked
+    until it is marked collected: a forget of one of its subjects waits, or went first and removed the
+    subject's requests, whose answers are then skipped (never written back)."""
+    with engine.begin() as conn:
+        row = conn.execute(LOCK_BATCH, {"provider": provider_name(settings), "batch_id": batch_id}).one()
+        if row.status == "submitted":
+            raise ValueError(f"batch {batch_id} has not ended ({row.provider_status}); refresh it first")
+        collected = _collect(settings, ledger, row, schema)
+        conn.execute(
+            MARK_COLLECTED,
+            {"provider": row.provider, "batch_id": batch_id, "answered": collected.answered,
+             "invalid": collected.invalid, "missing": collected.missing},
+        )  # fmt: skip
+    return collected
+
+
+def _collect(settings: Settings, ledger: Engine, row: Any, schema: type[BaseModel]) -> BatchCollected:
+    """The answers of one locked batch row into the ledger (collect)."""
+    batch_id = row.batch_id
     collected = BatchCollected(batch_id)
     identities: dict[str, dict[str, Any]] = row.requests
     seen: set[str] = set()
@@ -277,12 +293,6 @@ def collect(
         record_call(ledger, row.run_id, call, 1, "error", 0, error=error, event_at=event_at)
         collected.failed += 1
     collected.missing = len(identities) - collected.answered - collected.invalid
-    with engine.begin() as conn:
-        conn.execute(
-            MARK_COLLECTED,
-            {"provider": row.provider, "batch_id": batch_id, "answered": collected.answered,
-             "invalid": collected.invalid, "missing": collected.missing},
-        )  # fmt: skip
     return collected
 
 

@@ -4,8 +4,15 @@ Removed: L1 (conversation_messages, message_keys: the lineage anchors go too), L
 whole history in memory_item_versions), profile_documents, L3 (weekly_reports, insights), quarantine rows
 naming the subject (the subject_id stored at quarantine time, or a raw record whose "subject_id" is the
 subject however its JSON is spaced, malformed lines included), the subject's LLM result cache (llm_cache),
-embedding_cache rows of the subject's texts that no other scope uses, the subject's watermarks, and the
-subject's rows inside Parquet archives written by expiry (files rewritten).
+embedding_cache rows of the subject's texts that no other scope uses, the subject's watermarks, the
+subject's requests in provider batches (llm_batches.requests: their identity and the message lines their
+answer is checked against), and the subject's rows inside Parquet archives written by expiry (files
+rewritten).
+
+Batches: the subject's requests are scrubbed first, which waits for a collect of the same batch that is
+under way (strataflow.llm.batch.collect holds its batch's row while it writes answers) and makes a later
+collect skip them: an answer the provider returns after the forget is never written back to llm_cache or
+llm_calls; the rows of a collect that finished before are deleted or unlinked with the rest.
 
 Kept, on purpose, and scrubbed:
 - llm_calls: the ledger is accounting (tokens, cost, model, hashes; no prompt text). Its rows stay so
@@ -22,8 +29,10 @@ Not reached, and said so in the report (`not_reached`): the PostgreSQL server lo
 log_statement or a slow-query log may hold the subject's text), the WAL and base backups (old row images
 until they are recycled or expire), Prefect's own database (flow-run states and logs: strataflow names
 scopes there by hash, and a provider's error text never reaches them, strataflow.llm.gateway.provider_error)
-and logs written outside the database (the API's access log shows route paths without their query, which may
-name a subject in a path segment). Operators rotate and expire those.
+logs written outside the database (the API's access log shows route paths without their query and without
+a subject named in a path), and the LLM provider's copies (the requests sent, and a batch's uploaded input
+and output files, which the provider keeps until they are deleted with its files API). Operators rotate and
+expire those (docs/security.md, "What a forget cannot reach").
 
 The subject is matched in free text as a whole id: not inside a longer id (u1 does not match u10).
 """
@@ -55,6 +64,22 @@ NOT_REACHED = (
     "the WAL and base backups (old row images until recycled or expired)",
     "Prefect's database (flow-run states and logs; scopes are named there by hash)",
     "log files outside the database (the API's access log records paths, never query strings)",
+    "the LLM provider's copies (requests sent; a batch's uploaded input and output files)",
+)
+# The subject's requests in provider batches: removed from each batch's identities (the row lock waits for a
+# collect of that batch under way, and a later collect skips what is gone).
+SCRUB_LLM_BATCHES = text(
+    """
+    update llm_batches as b
+    set requests = (
+        select coalesce(jsonb_object_agg(r.key, r.value), '{}'::jsonb) from jsonb_each(b.requests) as r
+        where not (r.value->>'namespace' = :namespace and r.value->>'subject_id' = :subject_id)
+    )
+    where exists (
+        select 1 from jsonb_each(b.requests) as r
+        where r.value->>'namespace' = :namespace and r.value->>'subject_id' = :subject_id
+    )
+    """
 )
 
 # The embedded texts of every row of the subject (earlier item versions and report revisions included): their
@@ -132,7 +157,8 @@ SELECT_ARCHIVES = text("select distinct archive_path from deletion_reports where
 def forget_rows(conn: Connection, namespace: str, subject_id: str, run_id: uuid.UUID) -> ForgetResult:
     """Delete the subject's rows from every table (see module docstring); the caller owns the transaction."""
     scope = {"namespace": namespace, "subject_id": subject_id}
-    counts = {"embedding_cache": conn.execute(DELETE_EMBEDDING_CACHE, scope).rowcount}
+    counts = {"llm_batches": conn.execute(SCRUB_LLM_BATCHES, scope).rowcount}  # first: see module docstring
+    counts["embedding_cache"] = conn.execute(DELETE_EMBEDDING_CACHE, scope).rowcount
     params = {
         **scope,
         "raw_subject_pattern": raw_subject_pattern(subject_id),

@@ -194,3 +194,66 @@ def test_the_nightly_waits_for_its_batch_with_task_retries_and_applies_it(
     assert summary.stages["batch"]["batches_submitted"] == 1 and summary.stages["batch"]["answered"] == 3
     assert batch_server.batches["batch_1"].polls == 3, "two retries of the wait task, then the end"
     assert [row[0] for row in _rows(engine, SELECT_ITEMS, namespace)] == ["ana", "bo", "cy"]
+
+
+CALL_SUBJECTS = text(
+    "select distinct subject_id from llm_calls where namespace = :ns and subject_id is not null order by 1"
+)
+TABLES = text(
+    """
+    select c.relname from pg_class as c join pg_namespace as n on n.oid = c.relnamespace
+    where c.relkind in ('r', 'p') and not c.relispartition and n.nspname = 'public' order by 1
+    """
+)
+
+
+def _holding(engine: Engine, namespace: str, *needles: str) -> dict[str, int]:
+    """table -> rows of the namespace whose text holds any of the needles (every row of every table, cast to
+    text, that names the namespace: a batch's requests name it in their identities)."""
+    found: dict[str, int] = {}
+    with engine.connect() as conn:
+        for (table,) in conn.execute(TABLES).all():
+            for needle in needles:
+                count = conn.execute(
+                    text(f'select count(*) from "{table}" as x where strpos(x::text, :n) > 0 '
+                         "and strpos(x::text, :ns) > 0"),
+                    {"n": needle, "ns": namespace},
+                ).scalar()  # fmt: skip
+                if count:
+                    found[table] = found.get(table, 0) + int(count)
+    return found
+
+
+def test_forget_reaches_batches_and_an_answer_collected_after_it_is_never_written_back(
+    engine: Engine, namespace: str, tmp_path: Path, batch_server: Any, batch_model: ScriptedModel
+) -> None:
+    """R6: a collected batch keeps each request's subject and message lines (llm_batches.requests) until
+    forget removes them; a batch still at the provider when its subject is forgotten is collected later
+    without writing the subject's llm_cache or llm_calls rows back; the other subjects' answers land."""
+    _ingest(tmp_path, namespace)
+    submitted = CliRunner().invoke(app, ["extract", "--batch", "--no-wait", "--namespace", namespace])
+    assert submitted.exit_code == 0, submitted.output
+    assert (
+        _holding(engine, namespace, "pharmacist in Braga").get("llm_batches") == 1
+    )  # the message lines, in the batch
+    forgot = CliRunner().invoke(app, ["forget", "-n", namespace, "-s", "ana"])
+    assert forgot.exit_code == 0, forgot.output
+    assert "llm_batches" not in _holding(engine, namespace, "pharmacist in Braga")
+    collected = CliRunner().invoke(app, ["extract", "--batch", "--namespace", namespace])
+    assert collected.exit_code == 0, collected.output
+    assert _holding(engine, namespace, "pharmacist in Braga", "Braga") == {}, (
+        "the forgotten subject's text came back"
+    )
+    ns = {"ns": namespace}
+    with engine.connect() as conn:
+        subjects = conn.execute(CALL_SUBJECTS, ns).scalars().all()
+        cached = conn.execute(
+            text("select count(*) from llm_cache where namespace = :ns and subject_id = 'ana'"), ns
+        )
+    assert subjects == ["bo", "cy"] and cached.scalar() == 0, subjects
+    assert [row[0] for row in _rows(engine, SELECT_ITEMS, namespace)] == ["bo", "cy"]
+    forgot = CliRunner().invoke(app, ["forget", "-n", namespace, "-s", "bo"])  # after its batch was collected
+    assert forgot.exit_code == 0, forgot.output
+    assert _holding(engine, namespace, "我住在成都") == {}
+    with engine.connect() as conn:
+        assert conn.execute(CALL_SUBJECTS, ns).scalars().all() == ["cy"]
