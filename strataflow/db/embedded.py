@@ -2,8 +2,17 @@
 
 The server is started by the first process that needs it and left running for every later process and
 command; `strataflow db stop` stops it. Connections use a Unix socket; with STRATAFLOW_DB_PORT=P the server
-also listens on 127.0.0.1:P (SCRAM passwords, as on the socket), for BI tools that speak JDBC or TCP only: the
-first process that finds it listening elsewhere restarts it once with that port (listen_tcp).
+also listens on 127.0.0.1:P (SCRAM passwords, as on the socket), for BI tools that speak JDBC or TCP only.
+The port is taken when the server starts, and only then: a running server is never restarted for a port (a
+command run with another STRATAFLOW_DB_PORT would otherwise drop every connection of the shared server), and
+when another process holds the port the server starts on its socket alone and says so, instead of failing
+to start at all. `strataflow db url --role R` prints a TCP URL only for the port the server listens on.
+
+Every URL made here asks libpq to accept SCRAM and nothing else (`require_auth=scram-sha-256`, SCRAM_ONLY): a
+process that took the port while the server was down and asks for a cleartext (or MD5) password gets none,
+and SCRAM proves the server knows the role's verifier. Unauthenticated logins are cut after
+authentication_timeout (SERVER_RELOAD_SETTINGS: 10 s), so logins that stall cannot hold the server's
+connections for a minute each; each agent or analyst login holds at most strataflow.db.roles.ROLE_CONNECTIONS.
 
 Authentication: pgserver's initdb trusts every local login. The first start under this code (a new home, or
 a home made by an older strataflow) secures it once: the owner (postgres) gets a generated password, every
@@ -48,6 +57,7 @@ def pgdata_dir(home: Path) -> Path:
 OWNER = "postgres"
 DEFAULT_PORT = 5432
 TCP_HOST = "127.0.0.1"
+SCRAM_ONLY = "require_auth=scram-sha-256"
 HBA_MARKER = "# strataflow: every login needs its password (scram-sha-256)"
 HBA_RULES = f"""{HBA_MARKER}
 # TYPE  DATABASE  USER  ADDRESS       METHOD
@@ -70,6 +80,10 @@ SELECT_ROLES_WITHOUT_PASSWORD = (
 # Bigger shared buffers (1 GB) made the same ingest slower, so they stay at the default.
 SERVER_SETTINGS_MB = {"wal_buffers": 64}
 PAGE_KB = 8  # pg_settings counts wal_buffers in 8 kB pages
+# Settings a reload applies (pg_settings' unit in parentheses). authentication_timeout (s): a login that
+# has not authenticated within it is dropped (PostgreSQL's default, 60 s, let 100 stalled logins hold every
+# connection, the owner's reserved ones included, for a minute).
+SERVER_RELOAD_SETTINGS = {"authentication_timeout": 10}
 
 
 class EmbeddedAuthError(RuntimeError):
@@ -99,41 +113,91 @@ def _listening(pgdata: Path) -> tuple[int | None, str | None]:
     return info.port, info.hostname or None
 
 
-def listen_tcp(home: Path, port: int) -> None:
-    """Make the running server listen on 127.0.0.1:port as well as on its socket (one restart, under the
-    home's lock; a server already listening there is left alone). pg_hba.conf already asks every TCP login
-    from 127.0.0.1 for its SCRAM password (HBA_RULES)."""
+def listening_port(home: Path) -> int | None:
+    """The TCP port on 127.0.0.1 the running server listens on (None: its socket only, or not running)."""
+    port, host = _listening(pgdata_dir(home))
+    return port if host == TCP_HOST and is_running(home) else None
+
+
+def port_is_free(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:port now (another process's listener would make the server's
+    start fail, or answer its clients)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((TCP_HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def listen_tcp(home: Path, port: int) -> bool:
+    """Make the server this process has just started listen on 127.0.0.1:port as well as on its socket (one
+    restart under the home's lock, before anyone uses it); True when it listens there. A port another process
+    holds leaves it on its socket alone, with a warning: it still starts. pg_hba.conf already asks every TCP
+    login from 127.0.0.1 for its SCRAM password (HBA_RULES)."""
     from pgserver.utils import PostmasterInfo
 
     pgdata = pgdata_dir(home)
-    if _listening(pgdata) == (port, TCP_HOST):
-        return
     with _home_lock(home):
         info = PostmasterInfo.read_from_pgdata(pgdata)
         if info is None or (info.port, info.hostname) == (port, TCP_HOST):
-            return
-        options = [f"-h {TCP_HOST}", f"-p {int(port)}"]
-        if info.socket_dir is not None:
-            options.append(f"-k {info.socket_dir}")
+            return info is not None
+        if not port_is_free(port):
+            logger.warning(
+                "127.0.0.1:%d is held by another process: the embedded PostgreSQL under %s listens on its "
+                "socket only (STRATAFLOW_DB_PORT); free the port, then `strataflow db stop` and run again",
+                port, pgdata,
+            )  # fmt: skip
+            return False
+        socket_dir = [f"-k {info.socket_dir}"] if info.socket_dir is not None else []
         logger.info("restarting the embedded PostgreSQL under %s to listen on %s:%d", pgdata, TCP_HOST, port)
-        args = [item for option in options for item in ("-o", option)]
-        _fast_pg_ctl(pgdata, "restart", *args, "-l", str(pgdata / "log"))
-        secure_home(home)
+        try:
+            _fast_pg_ctl(
+                pgdata, "restart", *_options(pgdata, f"-h {TCP_HOST}", f"-p {int(port)}", *socket_dir)
+            )
+        except RuntimeError:  # the port was taken meanwhile: on the socket, as before, rather than down
+            logger.warning(
+                "could not listen on 127.0.0.1:%d; the embedded PostgreSQL keeps its socket only", port
+            )
+            _fast_pg_ctl(
+                pgdata, "start", *_options(pgdata, '-h ""', f"-p {info.port or DEFAULT_PORT}", *socket_dir)
+            )
+        finally:
+            secure_home(home)
+    return _listening(pgdata) == (port, TCP_HOST)
+
+
+def _options(pgdata: Path, *options: str) -> list[str]:
+    """pg_ctl's -o options for the server, and its log file."""
+    return [*(item for option in options for item in ("-o", option)), "-l", str(pgdata / "log")]
 
 
 def tcp_uri(uri: str, port: int) -> str:
-    """uri (a socket URI of the embedded server) as a TCP URI to 127.0.0.1:port, login and database kept."""
+    """uri (a socket URI of the embedded server) as a TCP URI to 127.0.0.1:port, login and database kept,
+    accepting SCRAM only (module docstring)."""
     parts = urlsplit(uri)
     login = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
     query = "&".join(
         item for item in parts.query.split("&") if item and not item.startswith(("host=", "port="))
     )
-    return urlunsplit((parts.scheme, f"{login}{TCP_HOST}:{int(port)}", parts.path, query, parts.fragment))
+    return urlunsplit(
+        (parts.scheme, f"{login}{TCP_HOST}:{int(port)}", parts.path, _scram_only(query), parts.fragment)
+    )
+
+
+def _scram_only(query: str) -> str:
+    """A URI query that also asks libpq for SCRAM authentication and nothing else."""
+    items = [item for item in query.split("&") if item and not item.startswith("require_auth=")]
+    return "&".join([*items, SCRAM_ONLY])
 
 
 def ensure_running(home: Path, tcp_port: int | None = None) -> str:
-    """Start (or reuse) the embedded server for this home, secured (listening on 127.0.0.1:tcp_port too, when
-    given); return the owner's libpq URI (over the socket)."""
+    """Start (or reuse) the embedded server for this home, secured; return the owner's libpq URI (over the
+    socket). A server this call starts also listens on 127.0.0.1:tcp_port, when given and free; a running
+    server is never restarted for a port (module docstring)."""
     pgdata = pgdata_dir(home)
     uri = _running_uri(pgdata) if pgdata.exists() else None
     started = uri is None
@@ -164,9 +228,16 @@ def ensure_running(home: Path, tcp_port: int | None = None) -> str:
         with _home_lock(home):
             _apply_settings(pgdata, owner_uri)
     if tcp_port is not None and _listening(pgdata) != (tcp_port, TCP_HOST):
-        listen_tcp(home, tcp_port)
-        uri = _running_uri(pgdata) or uri  # the socket's port follows the TCP port
-        owner_uri = with_login(uri, OWNER, password)
+        if started:
+            listen_tcp(home, tcp_port)
+            uri = _running_uri(pgdata) or uri  # the socket's port follows the TCP port
+            owner_uri = with_login(uri, OWNER, password)
+        else:
+            logger.info(
+                "the embedded PostgreSQL under %s runs without 127.0.0.1:%d (STRATAFLOW_DB_PORT); it serves "
+                "other processes and is not restarted for a port: `strataflow db stop` to change it",
+                pgdata, tcp_port,
+            )  # fmt: skip
     return owner_uri
 
 
@@ -180,14 +251,19 @@ def secure_home(home: Path) -> None:
 
 
 def _apply_settings(pgdata: Path, owner_uri: str) -> None:
-    """Give the server SERVER_SETTINGS_MB and restart it, unless it runs with them already."""
+    """Give the server SERVER_RELOAD_SETTINGS (a reload) and SERVER_SETTINGS_MB (a restart), unless it runs
+    with them already."""
     import psycopg
 
     with psycopg.connect(owner_uri, autocommit=True) as conn:
         query = "select name, setting::bigint from pg_settings where name = any(%s)"
-        current: dict[str, int] = {
-            name: pages for name, pages in conn.execute(query, [list(SERVER_SETTINGS_MB)])
-        }
+        names = [*SERVER_SETTINGS_MB, *SERVER_RELOAD_SETTINGS]
+        current: dict[str, int] = {name: value for name, value in conn.execute(query, [names])}
+        reload = {name: value for name, value in SERVER_RELOAD_SETTINGS.items() if current.get(name) != value}
+        for name, value in reload.items():
+            conn.execute(f"alter system set {name} = {int(value)}")
+        if reload:
+            conn.execute("select pg_reload_conf()")
         if all(current.get(name) == mb * 1024 // PAGE_KB for name, mb in SERVER_SETTINGS_MB.items()):
             return
         for name, mb in SERVER_SETTINGS_MB.items():
@@ -208,12 +284,14 @@ def _fast_pg_ctl(pgdata: Path, action: str, *options: str) -> None:
         raise RuntimeError(f"pg_ctl {action} failed for {pgdata}: {result.stderr.strip()}")
 
 
-def with_login(uri: str, user: str, password: str) -> str:
-    """uri with its user and password replaced (the host, database and query stay)."""
+def with_login(uri: str, user: str, password: str, scram_only: bool = True) -> str:
+    """uri with its user and password replaced (the host, database and query stay), accepting SCRAM only
+    (scram_only=False: for the one step that secures a home whose server still trusts local logins)."""
     parts = urlsplit(uri)
     host = parts.netloc.rsplit("@", 1)[-1]
     netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    query = _scram_only(parts.query) if scram_only else parts.query
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _hba_path(pgdata: Path) -> Path:
@@ -252,8 +330,11 @@ def _secure(home: Path, pgdata: Path, uri: str) -> None:
         owner_password = passwords.read_secret(owner_path) or passwords.generate_password()
         passwords.write_secret(owner_path, owner_password)
         logger.info("securing the embedded server under %s: passwords and scram-sha-256", pgdata)
-        # Trusted, the password is not asked for; a server already asking for it gets the stored one.
-        with psycopg.connect(with_login(uri, OWNER, owner_password), autocommit=True) as conn:
+        # Trusted, the password is not asked for (so no SCRAM either, which a SCRAM-only URL would refuse); a
+        # server already asking for it gets the stored one.
+        with psycopg.connect(
+            with_login(uri, OWNER, owner_password, scram_only=False), autocommit=True
+        ) as conn:
             passwords.set_password(conn, OWNER, owner_password)
             for (role,) in conn.execute(SELECT_ROLES_WITHOUT_PASSWORD).fetchall():
                 if not passwords.ROLE_FILE_NAME.match(role):
@@ -263,9 +344,11 @@ def _secure(home: Path, pgdata: Path, uri: str) -> None:
                 passwords.store_role_password(home, role, password)
                 passwords.set_password(conn, role, password)
         # Before pg_hba.conf is secured, every other process waits for this lock: a restart drops nobody.
-        _apply_settings(pgdata, with_login(uri, OWNER, owner_password))
+        _apply_settings(pgdata, with_login(uri, OWNER, owner_password, scram_only=False))
         _write_hba(pgdata)
-        with psycopg.connect(with_login(uri, OWNER, owner_password), autocommit=True) as conn:
+        with psycopg.connect(
+            with_login(uri, OWNER, owner_password, scram_only=False), autocommit=True
+        ) as conn:
             conn.execute("select pg_reload_conf()")
 
 

@@ -90,6 +90,14 @@ def role_libpq_url(settings: Settings, role: str) -> str:
         )
     url = role_url(libpq_url(settings), role, password)
     if settings.database_url is None and settings.db_port is not None:
+        listening = embedded.listening_port(settings.home)
+        if listening != settings.db_port:  # another process may hold that port: never point a role at it
+            where = f"127.0.0.1:{listening}" if listening else "its Unix socket only"
+            raise AccessError(
+                f"the embedded server under {settings.home} listens on {where}, not 127.0.0.1:"
+                f"{settings.db_port} (STRATAFLOW_DB_PORT): it takes the port when it starts, and only when "
+                "no other process holds it; free the port, run `strataflow db stop`, then this command again"
+            )
         url = embedded.tcp_uri(url, settings.db_port)  # what a BI tool on this machine connects to
     return with_timezone(url, settings.timezone)
 

@@ -98,6 +98,12 @@ def _role_exists(conn: Connection, name: str) -> bool:
     return bool(conn.execute(text("select 1 from pg_roles where rolname = :n"), {"n": name}).first())
 
 
+# Sessions one agent or analyst login may hold at once (sql/440 gives existing ones the same): a BI tool or a
+# script that leaks connections, or a role whose password leaked, cannot take the server's connections from
+# the pipeline, the API (which logs in as the owner) and the other roles.
+ROLE_CONNECTIONS = 20
+
+
 def create_role(conn: Connection, name: str, kind: str, with_password: bool = True) -> str | None:
     """Create a LOGIN role in the group of kind, with no namespace; return its generated password (set as a
     SCRAM verifier; the caller keeps it). with_password=False: a role only `as_role` switches to (it cannot
@@ -108,7 +114,9 @@ def create_role(conn: Connection, name: str, kind: str, with_password: bool = Tr
     if _role_exists(conn, name):
         raise AccessError(f"role {name!r} already exists; revoke or drop it first, or pick another name")
     # Identifiers cannot be bound parameters; the name was validated against ROLE_NAME above.
-    conn.execute(text(f'create role "{name}" login inherit in role {GROUPS[kind]}'))
+    conn.execute(
+        text(f'create role "{name}" login inherit connection limit {ROLE_CONNECTIONS} in role {GROUPS[kind]}')
+    )
     conn.execute(DELETE_STALE_GRANTS, {"r": name})
     if not with_password:
         return None
