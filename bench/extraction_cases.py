@@ -43,7 +43,7 @@ FILES = {"en": DATA / "extraction_en.json", "zh": DATA / "extraction_zh.json"}
 ASSISTANT = "A: "
 DAY_BREAK = "---"
 DESCRIPTORS = frozenset(
-    "relation relationship type kind species category unit currency approximate confidence status "
+    "relation relationship type kind category unit currency approximate confidence status "
     "sentiment polarity importance per period frequency".split()
 )
 FUNCTION_WORDS = frozenset("a an the of my to in at on for and i i'm am is are as with from".split())

@@ -25,6 +25,9 @@ from strataflow.llm.offline import (
     rules_en,
     rules_en_life,
     rules_family,
+    rules_health,
+    rules_household,
+    rules_likes,
     rules_money,
     rules_people,
     rules_profile,
@@ -34,6 +37,7 @@ from strataflow.llm.offline import (
 )
 from strataflow.llm.offline.text import (
     Finding,
+    continues_someone_else,
     guard_fails,
     is_chinese,
     relative_topic,
@@ -58,7 +62,9 @@ DEFAULT_IMPORTANCE = {
     "status": 65,
     "feedback": 55,
 }
-LIST_KEYS = frozenset({"tools", "skills", "target_programs", "languages", "family_members"})
+LIST_KEYS = frozenset(
+    {"tools", "skills", "target_programs", "languages", "family_members", "pets", "allergies", "food_avoid"}
+)
 CONTACT_GUARDS = frozenset({"question", "others"})
 ZH_RULES = (
     *rules_zh.RULES,
@@ -67,6 +73,9 @@ ZH_RULES = (
     *rules_comm.ZH_RULES,
     *rules_zh_life.RULES,
     *rules_family.ZH_RULES,
+    *rules_household.ZH_RULES,
+    *rules_health.ZH_RULES,
+    *rules_likes.ZH_RULES,
 )
 EN_RULES = (
     *rules_en.RULES,
@@ -75,6 +84,9 @@ EN_RULES = (
     *rules_comm.EN_RULES,
     *rules_en_life.RULES,
     *rules_family.EN_RULES,
+    *rules_household.EN_RULES,
+    *rules_health.EN_RULES,
+    *rules_likes.EN_RULES,
 )
 TEAM_RULES = (*rules_team.RULES, *rules_people.RULES)
 
@@ -107,6 +119,8 @@ def _run(
                 continue
             if finding.key == "age" and relative_topic(text, finding.span):
                 continue  # 我有个儿子，今年三岁: the age is the son's
+            if "others" in finding.guards and continues_someone_else(text, finding.span):
+                continue  # 我姐姐叫王丽，在广州当护士: the job is the sister's
             seen.add((finding.kind, finding.key))
             results.append((finding, statement or statement_of(text, finding.span) or text.strip()))
     return results

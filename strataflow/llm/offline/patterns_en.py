@@ -34,9 +34,19 @@ TITLE_NOUN = (
     r"animator|copywriter|producer|filmmaker|videographer|chef|baker|butcher|coach|trainer|instructor|"
     r"professional|associate|partner|principal|clinician|dietitian|nutritionist|pharmacist|teacher"
 )
-TITLE = rf"(?P<t>(?:[A-Za-z/+&-]+\s+){{0,3}}?(?:{TITLE_NOUN})s?)"
+# A job named by its ending (radiographer, dermatologist, beautician, florist), not a trait (optimist).
+TITLE_BY_SUFFIX = (
+    r"(?!(?:optim|pessim|perfection|real|ideal|minimal|femin|tour|cycl|rac|pur|extrem|ego|narciss|conform|"
+    r"nonconform|hypochondri|nudi)ist\b)[a-z]{2,}(?:grapher|ologist|ician|iatrist|ist)"
+)
+TITLE = rf"(?P<t>(?:[A-Za-z/+&-]+\s+){{0,3}}?(?:{TITLE_NOUN}|{TITLE_BY_SUFFIX})s?)"
 ORG = r"(?P<c>[A-Z][\w&.'-]*(?:\s+(?:[A-Z][\w&.'-]*|&|of|and)){0,4})"
-PLACE = r"(?P<p>[A-Z][a-zA-Z.'-]+(?:\s+[A-Z][a-zA-Z.'-]+){0,3}(?:,\s*[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)?)?)"
+UPPER = "A-ZÀ-ÖØ-ÞĀ-Ž"  # a capital, Latin-1 and Extended-A included (Kraków, Łódź, Malmö)
+LETTER = "a-zA-ZÀ-ÖØ-öø-ÿĀ-ž"
+PLACE = (
+    rf"(?P<p>[{UPPER}][{LETTER}.'-]+(?:\s+[{UPPER}][{LETTER}.'-]+){{0,3}}"
+    rf"(?:,\s*[{UPPER}][{LETTER}]+(?:\s+[{UPPER}][{LETTER}]+)?)?)"
+)
 NOT_PLACES = frozenset(
     "I The My Our A An It This That Home Monday Tuesday Wednesday Thursday Friday Saturday "
     "Sunday January February March April May June July August September October November "

@@ -145,6 +145,7 @@ def job_title(sentence: str) -> Iterator[Finding]:
         r"the\s+)?(?P<t>[A-Za-z/+&-]+(?:\s+[A-Za-z/+&-]+){0,4}?)"
         r"(?=\s+(?:at|for|in|with|on)\b|[,.;!?]|$)",
         rf"\bI(?:'ve| have)\s+been\s+(?:an?\s+)?{TITLE}\s+for\b",
+        rf"\bI(?:'m| am)\s+(?:an?\s+)?{TITLE}\s+by\s+(?:trade|profession|training)\b",
         r"\b(?:work|working|works)\s+(?:at|for|in)\s+[^,.;!?]{2,40}?\s+as\s+(?:an?\s+|the\s+)?"
         r"(?P<t>[A-Za-z/+&-]+(?:\s+[A-Za-z/+&-]+){0,4}?)(?=\s+(?:at|for|in|with|on|since|and)\b|[,.;!?]|$)",
     )
@@ -170,6 +171,21 @@ def job_title(sentence: str) -> Iterator[Finding]:
             yield Finding(
                 "fact", "job_title", title, match.span("t"), category="career", guards=CURRENT_FACT_GUARDS
             )
+    for match in _find(
+        r"\bI\s+(?:currently\s+|now\s+|also\s+|still\s+)?teach\s+(?P<s>[A-Z]?[a-z]+(?:\s+[A-Z]?[a-z]+)?)"
+        r"(?=\s+(?:at|in|to|for|from)\b|[,.;!?]|$)",
+        sentence,
+    ):  # "I teach maths at a primary school": a maths teacher
+        taught = match.group("s")
+        if not re.match(r"(?:myself|people|them|him|her|you|kids|children|students|classes|part)\b", taught):
+            yield Finding(
+                "fact",
+                "job_title",
+                f"{taught} teacher",
+                match.span(),
+                category="career",
+                guards=CURRENT_FACT_GUARDS,
+            )
 
 
 def company(sentence: str) -> Iterator[Finding]:
@@ -178,6 +194,11 @@ def company(sentence: str) -> Iterator[Finding]:
         rf"\b(?:{TITLE_NOUN})s?\s+(?:at|for)\s+{ORG}",
         rf"\b(?i:my (?:job|role|title|position|job title) is)\b[^.;!?]*?\b(?:at|for|with)\s+{ORG}",
         rf"\b(?:I|we)\s+(?:just\s+|recently\s+)?joined\s+{ORG}",
+        rf"\b(?:I|we)\s+(?:just\s+|recently\s+)?(?:left|quit)\s+[^.;!?]{{1,40}}?\s*(?:,|and|to)\s+(?:then\s+|now\s+)?"
+        rf"(?:joined|join|moved\s+to|went\s+to)\s+{ORG}",
+        rf"\b(?:work|working|works)\s+(?:at|for|in)\s+an?\s+(?:[a-z-]+\s+){{0,2}}(?:company|firm|startup|agency|"
+        rf"studio|shop|store|bakery|restaurant|café|cafe|bar|clinic|hospital|school|bank|business|consultancy|"
+        rf"charity|nonprofit|brewery|lab|hotel|gym|salon|garage|factory|warehouse)\s+(?:called|named)\s+{ORG}",
         rf"\b(?:I've|I have|we've|we have)\s+been\s+(?:at|with)\s+{ORG}",
     )
     for pattern in patterns:
@@ -235,7 +256,8 @@ def target_city(sentence: str) -> Iterator[Finding]:
 def location(sentence: str) -> Iterator[Finding]:
     patterns = (
         (
-            rf"\b(?:I|we)(?:\s+|(?='))(?:currently\s+|now\s+|still\s+)?(?:live|living|reside|am based|'m "
+            rf"\b(?:I|we)(?:\s+|(?='))(?:currently\s+|now\s+|still\s+|just\s+|recently\s+|finally\s+|"
+            rf"already\s+|also\s+)?(?:live|living|reside|am based|'m "
             rf"based|'re "
             rf"based|are based|"
             rf"am located|'m located|moved|relocated|am living|'m living|'ve lived|have lived|have been "
@@ -244,6 +266,18 @@ def location(sentence: str) -> Iterator[Finding]:
             "location",
         ),
         (rf"\b(?:based|living|residing|located) (?:in|out of)\s+{PLACE}", "location"),
+        (
+            rf"^\W*(?i:(?:just|recently|finally|since)\s+)?(?i:moved|relocated)\s+(?:back\s+)?(?:here\s+)?to\s+{PLACE}",
+            "location",
+        ),  # the subject left out, as chat does: "Moved to Leeds in June"
+        (
+            rf"\b(?:moved|relocated|moving|relocating)\b[^.;!?]{{0,40}}?\bnow\s+(?:living\s+|based\s+)?in\s+{PLACE}",
+            "location",
+        ),
+        (rf"\bI(?:'m| am)\s+now\s+(?:in|based in|living in)\s+{PLACE}", "location"),
+        (rf"\bI(?:'m| am)\s+(?:in|out in|over in)\s+{PLACE}(?=\s+(?:now|these days|nowadays)\b)", "location"),
+        (rf"\b(?i:home)\s+(?:is|'s)\s+(?:now\s+)?(?:in\s+)?{PLACE}", "location"),
+        (rf"^\W*{PLACE}\s+is\s+(?:my\s+)?(?:home|where I live)\b(?!\s+to\b)", "location"),
         (rf"\bI(?:'m| am)\s+(?:originally\s+)?from\s+{PLACE}", "hometown"),
         (rf"\bI\s+grew up in\s+{PLACE}", "hometown"),
     )

@@ -95,7 +95,8 @@ def name(sentence: str) -> Iterator[Finding]:
     patterns = (
         rf"\b(?i:my name(?:'s| is))\s+{NAME}",
         rf"(?:^|[,.!]\s*)(?:(?i:hi|hello|hey)[,!]?\s+)?{NAME}\s+here\b",
-        rf"\b(?i:call me|I go by|people call me)\s+{NAME}",
+        rf"\b(?i:call me|I go by|(?:people|everyone|everybody|friends|my friends|most people)\s+calls?\s+me)"
+        rf"\s+{NAME}",
         rf"(?:^|[,.!]\s*|\b(?:hi|hello|hey)[,!]?\s+)(?:this is|I'm|I am)\s+{NAME}(?=\s*[,.!]|\s+(?:here|"
         rf"from|speaking)\b|$)",
     )

@@ -49,7 +49,9 @@ TITLE_SUFFIX = (
     "教授|医生|护士|律师|会计师|会计|销售|运营|产品|测试|专员|助理|主任|总裁|总经理|合伙人|创始人|记者|编辑|司机|厨师|"
     "药剂师|公务员|警察|建筑师|咨询师|精算师|翻译|文员|店长|主播|设计|算法|运维|前端|后端|全栈|财务|人事|行政|法务|"
     "客服|审计|投资|负责人|组长|全职妈妈|全职太太|家庭主妇|自由职业|CEO|CTO|COO|CFO|VP|HR|PM|UI|UX|医师|技术员|学生|博士生|研究生|交易员|工人|农民|"
-    "自由职业者|创业者|老板|主编|策划|猎头|咨询"
+    "自由职业者|创业者|老板|主编|策划|猎头|咨询|质检|采购|保安|保洁|导游|护工|保姆|月嫂|电工|焊工|木工|中介|文案|剪辑|"
+    "主持人|模特|歌手|博主|骑手|快递|外卖员|程序猿|码农|"
+    "(?<![会成党团学队人委社])员|(?<![大法祖牧巫])师"  # 消防员, 理发师: a job by its ending (not 会员, 大师)
 )
 TITLE_BODY = rf"(?:(?![的在和是了我他她你从做当干，,。])[{CJK}A-Za-z])"
 INTENT_CUE = re.compile(r"(想|打算|计划|准备|考虑|希望|申请|目标|办理|要办|走|冲|递交|提交|倾向|偏向|优先)")
@@ -242,7 +244,7 @@ def job_title(sentence: str) -> Iterator[Finding]:
     )
     for match in _find(pattern, sentence):
         title = match.group("t")
-        if re.fullmatch(DEGREE_WORD, title) or PERSON_ADDRESS.fullmatch(title):
+        if re.fullmatch(DEGREE_WORD, title) or PERSON_ADDRESS.fullmatch(title) or len(title) < 2:
             continue  # 王经理 / 李老师 address a person, they are not the user's title
         if re.search(r"(万|千|元|块|港币|港元|美元|美金|人民币|钱)\s*$", sentence[: match.start()]):
             continue  # 拿出2000万做投资: what the money is for, not a job
@@ -266,6 +268,9 @@ def company(sentence: str) -> Iterator[Finding]:
         rf"(?:在|于)\s*(?P<c>(?:(?![在是我，,。])[{CJK}A-Za-z0-9&]){{2,16}}?)\s*(?:工作|上班|任职|就职|实习|供职|做|当|担任|干)",
         rf"(?:是|在)(?P<c>(?:(?![在是我，,。的])[{CJK}A-Za-z0-9&]){{2,16}}?)的(?:员工|职员|雇员)",
         rf"(?:就职于|任职于|供职于|效力于|入职了?|加入了?|跳槽到了?|跳到了?)\s*(?P<c>(?:(?![在是我，,。])[{CJK}A-Za-z0-9&]){{2,16}})",
+        # 我离开了美的，去了格力 / 从美团离职了，上个月去了京东: where the user went after leaving
+        rf"(?:离开了?|离职了?|辞职了?|辞掉了?[^，,。]{{0,6}})[^，,。]{{0,12}}[，,]\s*(?:现在|目前|后来|然后|又|已经)?"
+        rf"(?:上个月|这个月|上周|最近|刚|今年|去年)?(?:去了|到了|进了|换到了?)\s*(?P<c>(?:(?![在是我，,。])[{CJK}A-Za-z0-9&]){{2,16}})",
     )
     for pattern in patterns:
         for match in _find(pattern, sentence):
@@ -287,6 +292,8 @@ def company(sentence: str) -> Iterator[Finding]:
                     guards=CURRENT_FACT_GUARDS,
                 )
                 continue
+            if re.search(r"一家|一个|一所|某", name[1:]):
+                continue  # 在顺德一家工厂上班: a place, then a kind of workplace, no name
             if (
                 aliases.CITY_ZH.fullmatch(name)
                 or GENERIC_ORG.match(name)
@@ -321,6 +328,22 @@ def location(sentence: str) -> Iterator[Finding]:
             guards=CURRENT_FACT_GUARDS,
         )
     for match in _find(
+        rf"(?:住在|生活在|定居在?|定居于|现居|居住在|搬到了?|搬去了?|现在在|目前在|人在|家在|家住在?)"
+        rf"\s*(?P<place>[{CJK}]{{2,4}})",
+        sentence,
+    ):  # a place the city list lacks, when jieba tags it as one (昆山, 威海): 我现在在昆山
+        place = _place_token(match.group("place"))
+        if place and not aliases.CITY_ZH.match(match.group("place")):
+            start = match.start("place")
+            yield Finding(
+                "fact",
+                "location",
+                place,
+                (start, start + len(place)),
+                category="basic",
+                guards=CURRENT_FACT_GUARDS,
+            )
+    for match in _find(
         rf"(?:我是|老家是?|来自|老家在)\s*(?:[{CJK}]{{2}}省?)?(?P<city>{city})(?:人)?", sentence
     ):
         yield Finding(
@@ -337,6 +360,16 @@ def location(sentence: str) -> Iterator[Finding]:
             category="immigration",
             guards=INTENT_GUARDS,
         )
+
+
+def _place_token(text: str) -> str | None:
+    """The first jieba word of text when jieba tags it a place name (ns), else None."""
+    import jieba.posseg as posseg
+
+    words = posseg.lcut(text)
+    if words and words[0].flag == "ns" and len(words[0].word) >= 2:
+        return str(words[0].word)
+    return None
 
 
 def years_of_experience(sentence: str) -> Iterator[Finding]:

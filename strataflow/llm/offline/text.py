@@ -56,6 +56,11 @@ OTHERS_ZH_SUBJECT = re.compile(
     rf"^(?:(?:[{CJK}]{{0,2}}?(?:我的?|我们的?)?|.{{0,2}}){OTHERS_ZH.pattern}|大的|小的|老大|老二|老三)"
 )
 OTHERS_EN_SUBJECT = re.compile(rf"^\W*(?:[A-Za-z]+,?\s+)?(?:{OTHERS_EN.pattern})", re.IGNORECASE)
+# The user with someone else is still the user: 我和老公住在青岛, "My wife and I live in Cork".
+WITH_ME = re.compile(
+    r"^\W*(?:我(?:和|跟|与|同)|(?:my|our)\s+[\w-]+(?:\s+[A-Z][a-z]+)?\s+and\s+I\b|I\s+and\s+my\b)",
+    re.IGNORECASE,
+)
 MODAL_ZH = re.compile(r"(想|打算|计划|准备|希望|考虑|要是|如果|假如|万一|申请|争取|梦想|目标|将来|以后|未来)")
 MODAL_EN = re.compile(
     r"\b(want|wants|wanted|wanna|would like|'d like|hope|hoping|plan|planning|plans|going to|gonna|thinking|"
@@ -159,7 +164,10 @@ def guard_fails(finding: Finding, sentence: str) -> str | None:
     checks = {
         "question": lambda: is_question(sentence, finding.span),
         "negation": lambda: bool((NEGATION_ZH if zh else NEGATION_EN).search(prefix[-6:] if zh else prefix)),
-        "others": lambda: bool(OTHERS_ZH_SUBJECT.match(prefix.strip()) or OTHERS_EN_SUBJECT.match(prefix)),
+        "others": lambda: (
+            bool(OTHERS_ZH_SUBJECT.match(prefix.strip()) or OTHERS_EN_SUBJECT.match(prefix))
+            and not WITH_ME.match(prefix)
+        ),
         "modal": lambda: bool(MODAL_ZH.search(prefix) or MODAL_EN.search(prefix)),
         "past": lambda: bool(PAST_ZH.search(prefix) or PAST_EN.search(prefix)),
     }
@@ -226,6 +234,19 @@ RELATIVE_WORD = re.compile(
     r"\b(son|daughter|kid|child|baby|toddler|wife|husband|partner|mom|mother|dad|father|brother|sister)s?\b",
     re.IGNORECASE,
 )
+
+
+def continues_someone_else(sentence: str, span: tuple[int, int]) -> bool:
+    """The clause at span has no subject of its own and the clause before it has someone else as its subject
+    (我姐姐叫王丽，在广州当护士 / "My sister lives in Madrid, works as a nurse"): it goes on about them."""
+    start, _ = clause_span(sentence, span)
+    if start == 0 or FIRST_PERSON.search(sentence[start : span[0]]):
+        return False
+    previous = [(s, e) for s, e in clause_bounds(sentence) if e <= start]
+    if not previous:
+        return False
+    clause = sentence[previous[-1][0] : previous[-1][1]].strip()
+    return bool(OTHERS_ZH_SUBJECT.match(clause) or OTHERS_EN_SUBJECT.match(clause))
 
 
 def relative_topic(sentence: str, span: tuple[int, int]) -> bool:
