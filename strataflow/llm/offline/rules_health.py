@@ -34,11 +34,22 @@ DIETS_EN = (
 )
 
 
+# A comma part that is an aside ends the list: "I'm allergic to shellfish, by the way".
+ASIDE_EN = re.compile(
+    r"^(?:by the way|btw|apparently|actually|unfortunately|sadly|honestly|I think|I guess|I believe|though|"
+    r"too|as well|also|then|now|lol|haha|fyi|just so you know|if that matters|it turns out)\b",
+    IGNORE,
+)
+
+
 def _split_en(text: str) -> list[str]:
-    parts = [p.strip(" .") for p in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", text)]
-    return [
-        re.sub(r"^(?:the|a|an|any|all|most)\s+", "", p) for p in parts if p and p.lower() not in NOT_ITEMS_EN
-    ]
+    items: list[str] = []
+    for part in (p.strip(" .") for p in re.split(r"\s*(?:,|\band\b|\bor\b|&)\s*", text)):
+        if ASIDE_EN.match(part):
+            break
+        if part and part.lower() not in NOT_ITEMS_EN:
+            items.append(re.sub(r"^(?:the|a|an|any|all|most)\s+", "", part))
+    return items
 
 
 def allergies_en(sentence: str) -> Iterator[Finding]:

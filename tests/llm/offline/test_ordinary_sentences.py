@@ -105,6 +105,7 @@ STATED: list[tuple[str, list[str]]] = [
     # allergies
     ("I'm allergic to penicillin.", ["penicillin"]),
     ("I'm allergic to cats and dust.", ["cats", "dust"]),
+    ("I'm allergic to latex, by the way.", ["latex"]),
     ("I have a peanut allergy.", ["peanut"]),
     ("I have a severe allergy to latex.", ["latex"]),
     ("I'm severely allergic to wasps.", ["wasps"]),
@@ -178,8 +179,9 @@ NOT_STATED: list[tuple[str, list[str]]] = [
     ("我妈妈吃素。", ["素"]),
     ("我老公是医生。", ["医生"]),
     ("他不吃香菜。", ["香菜"]),
-    # the assistant's words are context only
-    ("Thanks!", []),
+    # an aside is not an allergen
+    ("I'm allergic to latex, by the way.", ["by the way"]),
+    ("I don't eat pork, honestly.", ["honestly"]),
 ]
 
 
