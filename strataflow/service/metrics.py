@@ -6,7 +6,7 @@ that guards the rest). Nothing of prometheus_client or OpenTelemetry is imported
 
 Metrics (each app has its own registry, so two apps in one process never share counts):
 - strataflow_http_request_duration_seconds{method, route, status}: a histogram per route template
-  (/v1/memories/{memory_id}, never the id itself) and status code; unmatched paths count as route "other",
+  (/v1/memories/{item_id}, never the id itself) and status code; unmatched paths count as route "other",
   and a method outside METHODS (HTTP's own) as method "other": no label takes a value a client makes up.
 - strataflow_http_rate_limited_total{route}: requests refused with 429 by the rate limit.
 - strataflow_db_pool_connections{state}: the pool's checked-out, idle and overflow connections, and its size.
@@ -174,10 +174,11 @@ def method_label(scope: Scope) -> str:
 
 
 def _route(scope: Scope, routes: list[Any]) -> str:
-    """The route's template (never the concrete path: ids and names stay out of labels). A request refused
-    before routing (the rate limit, the body limit) is matched here against the app's routes."""
+    """The route's template (never the concrete path: ids and names stay out of labels), without its
+    converters (/v1/memories/{item_id}, not {item_id:int}): a request refused before routing (the rate
+    limit, the body limit) is matched here against the app's routes and gets the same label as one served."""
     matched = scope.get("route")
-    path = getattr(matched, "path", None)
+    path = getattr(matched, "path_format", None) or getattr(matched, "path", None)
     if isinstance(path, str):
         return path
     found = _template(scope, routes)
@@ -196,7 +197,7 @@ def _template(scope: Scope, routes: list[Any]) -> str | None:
         if isinstance(path, str) and path:
             match, _ = candidate.matches(scope)
             if match == Match.FULL:
-                return path
+                return str(getattr(candidate, "path_format", None) or path)
         elif hasattr(candidate, "effective_route_contexts"):  # a router included by FastAPI >= 0.150
             method = scope.get("method")
             for context in candidate.effective_route_contexts():

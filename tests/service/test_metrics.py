@@ -200,3 +200,15 @@ def _parsed(body: bytes) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     request.ParseFromString(body)
     return request
+
+
+def test_a_refused_request_and_a_served_one_share_their_route_label(
+    metrics_url: str, tenants: dict[str, Tenant]
+) -> None:
+    with tenants["both"].client(metrics_url, **{"X-Namespace": tenants["both"].namespace}) as client:
+        statuses = {client.get("/v1/memories/999999999").status_code for _ in range(6)}
+    assert statuses == {404, 429}
+    text = httpx.get(f"{metrics_url}/metrics", timeout=30).text
+    routes = {line.split('route="')[1].split('"')[0] for line in text.splitlines() if "/v1/memories/" in line}
+    assert routes == {"/v1/memories/{item_id}"}, routes  # the refusals' and the answers' alike
+    assert 'strataflow_http_rate_limited_total{route="/v1/memories/{item_id}"}' in text
