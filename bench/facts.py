@@ -98,8 +98,8 @@ def log(message: str) -> None:
 
 def store_facts(engine: Any, settings: Any, namespace: str, subject: Subject) -> dict[int, int]:
     """Store the subject's facts as POST /v1/memories and /mem0 add(infer=False) do; item id -> fact index."""
+    from strataflow.adapters.mem0_names import mem0_entry_name as entry_name
     from strataflow.memory import api
-    from strataflow.memory.adapters import mem0_entry_name as entry_name
     from strataflow.service.mem0_shapes import ENTRY_TYPE
 
     ids: dict[int, int] = {}

@@ -256,7 +256,8 @@ def encode(settings: Any, texts: list[str]) -> np.ndarray:
 
 def templates(engine: Engine, settings: Any, memory: Any) -> tuple[int, str]:
     """(memory_items id, mem0 id) of one memory written through each system's own write call."""
-    from strataflow.memory import adapters, api
+    from strataflow.adapters import mem0_names as adapters
+    from strataflow.memory import api
 
     sample = "The user keeps a spare key under the blue flower pot."
     with engine.begin() as conn:
@@ -294,7 +295,7 @@ def stage(conn: Connection, data: list[Memory], vectors: np.ndarray) -> None:
     """The per-row values into peer_rows, by binary COPY (vectors as pgvector's binary format)."""
     from mem0.utils.lemmatization import lemmatize_for_bm25
 
-    from strataflow.memory.adapters import mem0_entry_name
+    from strataflow.adapters.mem0_names import mem0_entry_name
     from strataflow.memory.item_fields import name_key
     from strataflow.memory.store import item_fts
 

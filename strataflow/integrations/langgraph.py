@@ -8,17 +8,30 @@ holds no database password.
     store.put(("memories", "u1"), "k1", {"content": "prefers tea over coffee"})
     store.search(("memories", "u1"), query="what does the user drink?")
 
-Each batch is one request (POST /v1/store/batch, strataflow.service.routes.store); the key's role gives the
-namespace (`namespace_header` picks one of several) and, for a key bound to an agent, the agent.
-Namespaces map to users: the label at `subject_at` (default 1: LangMem's ("memories", user_id)) is the
-subject. A put is embedded when written, so it is found by meaning at once; `index=False` is not embedded
-(a search by meaning lists it only after the ranked items, score None), `index=["field", ...]` embeds those
-fields; `value=None` deletes (the item's history stays); `filter` takes value fields with a value or $eq,
-$ne, $gt, $gte, $lt, $lte, $in, $nin. Keys are opaque ("/" in a key is not a deeper namespace), up to 4,096
-characters; labels up to 200, without "/" or control characters (the user's label is a subject id).
-`ttl` is in minutes, as BaseStore's: `ttl_config=TTLConfig(default_ttl=...,
-refresh_on_read=...)` gives the default and whether reads restart it; an expired item is gone for every read
-at once and swept by the next write. A batch of up to 1,000 operations is one request and one transaction.
+Each batch is one request (POST /v1/store/batch, strataflow.service.routes.store, over
+strataflow.adapters.store); the key's role gives the namespace (`namespace_header` picks one of several) and,
+for a key bound to an agent, the agent. Namespaces map to users: the label at `subject_at` (default 1:
+LangMem's ("memories", user_id)) is the subject. Labels are what BaseStore accepts (any text without "." or
+NUL, a newline too; checked here as BaseStore checks them); keys are opaque ("/" in a key is not a deeper
+namespace), up to 4,096 characters.
+
+A put is embedded when written, so it is found by meaning at once: without an index its `content` text (else
+its fields), with `index=["field", "meta.title", "items[*].text"]` those field paths, one vector per text, as
+PostgresStore embeds them; `index=False` is not embedded (a search by meaning lists it only after the ranked
+items, score None); `value=None` deletes (the item's history stays). `filter` takes value fields (dotted) with
+a value or $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin. `ttl` is in minutes, as BaseStore's:
+`ttl_config=TTLConfig(default_ttl=..., refresh_on_read=...)` gives the default and whether reads restart it;
+an expired item is gone for every read at once and swept by the next write. A batch of up to 1,000 operations
+is one request and one transaction.
+
+LangGraph's index configuration, as PostgresStore takes it: `index={"dims": ..., "embed": ..., "fields":
+[...]}`: a put without `index=` embeds those field paths (default ["$"], the whole value), and a put's
+`index=[...]` overrides them. The embedding itself is the server's (the one multilingual space every surface
+of strataflow searches, so an item the store writes is found by the context builder, MCP and /v1/memories as
+well): `embed` and `dims` are kept on `index_config` and not called. `threshold` (a store default, or per
+`search(..., threshold=0.4)`) keeps only results scoring at least that (0..1). A request the server refuses
+for the moment (HTTP 429 with Retry-After, or 503 with one) is sent again after the time it says, for up to
+`retry_for` seconds, so threads sharing one store queue instead of failing.
 
 `generate_store()` is an async context manager yielding an AsyncStrataflowStore configured from
 STRATAFLOW_API_URL and STRATAFLOW_API_KEY: the custom-store hook of a LangGraph deployment
@@ -29,16 +42,21 @@ Install with `pip install 'strataflow[langgraph]'`.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable
+import random
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     Op,
@@ -47,11 +65,13 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    validate_op_namespace,
 )
 
 __all__ = ["AsyncStrataflowStore", "StrataflowStore", "StrataflowStoreError", "generate_store"]
 BATCH_PATH = "/v1/store/batch"
 MAX_OPS = 1000  # operations per request (the server's limit: a longer batch is several requests)
+RETRIED = (429, 503)  # sent again after their Retry-After (a 503 only when it names one)
 
 
 class StrataflowStoreError(RuntimeError):
@@ -77,6 +97,9 @@ class StrataflowStore(BaseStore):
         namespace_header: str | None = None,
         timeout: float = 120.0,
         ttl_config: TTLConfig | None = None,
+        index: IndexConfig | None = None,
+        threshold: float | None = None,
+        retry_for: float = 300.0,
     ) -> None:
         self.url = (url or os.environ.get("STRATAFLOW_API_URL") or "http://127.0.0.1:8700").rstrip("/")
         key = api_key or os.environ.get("STRATAFLOW_API_KEY")
@@ -84,35 +107,54 @@ class StrataflowStore(BaseStore):
             raise ValueError("an API key is needed: api_key=... or STRATAFLOW_API_KEY")
         self.subject_at, self.agent, self.timeout = subject_at, agent, timeout
         self.ttl_config = ttl_config
+        self.index_config = index
+        self.index_fields = None if index is None else list(index.get("fields") or ["$"])
+        self.threshold, self.retry_for = threshold, retry_for
         self.headers = {"Authorization": f"Bearer {key}"}
         if namespace_header:
             self.headers["X-Namespace"] = namespace_header
         self._client: httpx.Client | None = None
         self._async_client: httpx.AsyncClient | None = None
+        self._lock = threading.Lock()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if self._client is None:
-            self._client = httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
-        results: list[Result] = []
-        for start in range(0, len(ops), MAX_OPS):
-            part = ops[start : start + MAX_OPS]
-            answer = self._client.post(BATCH_PATH, json=self._body(part))
-            results.extend(self._results(part, answer))
-        return results
+        return self._send(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if self._async_client is None:
-            self._async_client = httpx.AsyncClient(
-                base_url=self.url, headers=self.headers, timeout=self.timeout
-            )
-        results: list[Result] = []
-        for start in range(0, len(ops), MAX_OPS):
-            part = ops[start : start + MAX_OPS]
-            answer = await self._async_client.post(BATCH_PATH, json=self._body(part))
-            results.extend(self._results(part, answer))
-        return results
+        return await self._asend(list(ops))
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        threshold: float | None = None,
+    ) -> list[SearchItem]:
+        """BaseStore.search, and `threshold`: only results scoring at least that (0..1; default: the
+        store's)."""
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
+        return cast(list[SearchItem], self._send([op], {0: threshold})[0])
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        threshold: float | None = None,
+    ) -> list[SearchItem]:
+        """BaseStore.asearch, and `threshold` as in `search`."""
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
+        return cast(list[SearchItem], (await self._asend([op], {0: threshold}))[0])
 
     def close(self) -> None:
         if self._client is not None:
@@ -125,8 +167,70 @@ class StrataflowStore(BaseStore):
             await self._async_client.aclose()
             self._async_client = None
 
-    def _body(self, ops: list[Op]) -> dict[str, Any]:
-        return {"ops": [_op(op) for op in ops], "subject_at": self.subject_at, "agent": self.agent}
+    def _search_op(
+        self,
+        prefix: tuple[str, ...],
+        query: str | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        refresh_ttl: bool | None,
+    ) -> SearchOp:
+        if refresh_ttl is None:  # as BaseStore: the ttl_config's refresh_on_read (default on)
+            refresh_ttl = bool((self.ttl_config or {}).get("refresh_on_read", True))
+        return SearchOp(tuple(prefix), filter, limit, offset, query, refresh_ttl)
+
+    def _send(self, ops: list[Op], thresholds: Mapping[int, float | None] | None = None) -> list[Result]:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
+            client = self._client
+        results: list[Result] = []
+        for start in range(0, len(ops), MAX_OPS):
+            part = ops[start : start + MAX_OPS]
+            body = self._body(part, start, thresholds or {})
+            deadline = time.monotonic() + self.retry_for
+            while (answer := client.post(BATCH_PATH, json=body)).status_code in RETRIED:
+                wait = _retry_after(answer, deadline)
+                if wait is None:
+                    break
+                time.sleep(wait)
+            results.extend(self._results(part, answer))
+        return results
+
+    async def _asend(
+        self, ops: list[Op], thresholds: Mapping[int, float | None] | None = None
+    ) -> list[Result]:
+        if self._async_client is None:
+            self._async_client = httpx.AsyncClient(
+                base_url=self.url, headers=self.headers, timeout=self.timeout
+            )
+        client = self._async_client
+        results: list[Result] = []
+        for start in range(0, len(ops), MAX_OPS):
+            part = ops[start : start + MAX_OPS]
+            body = self._body(part, start, thresholds or {})
+            deadline = time.monotonic() + self.retry_for
+            while (answer := await client.post(BATCH_PATH, json=body)).status_code in RETRIED:
+                wait = _retry_after(answer, deadline)
+                if wait is None:
+                    break
+                await asyncio.sleep(wait)
+            results.extend(self._results(part, answer))
+        return results
+
+    def _body(self, ops: list[Op], start: int, thresholds: Mapping[int, float | None]) -> dict[str, Any]:
+        """The request of these ops (the batch's from `start`): each checked as BaseStore checks its
+        namespace, a put without an index taking the store's index fields, a search the threshold asked (else
+        the store's)."""
+        sent = []
+        for at, op in enumerate(ops, start):
+            validate_op_namespace(op)
+            if isinstance(op, PutOp) and op.index is None and self.index_fields is not None:
+                op = op._replace(index=self.index_fields)
+            asked = thresholds.get(at)
+            sent.append(_op(op, self.threshold if asked is None else asked))
+        return {"ops": sent, "subject_at": self.subject_at, "agent": self.agent}
 
     def _results(self, ops: list[Op], answer: httpx.Response) -> list[Result]:
         if answer.status_code != 200:
@@ -155,7 +259,21 @@ async def generate_store(
         await store.aclose()
 
 
-def _op(op: Op) -> dict[str, Any]:
+def _retry_after(answer: httpx.Response, deadline: float) -> float | None:
+    """Seconds to wait before sending a refused request again (its Retry-After, a little more at random so
+    the threads waiting do not all come back at once), or None: do not send it again."""
+    said = answer.headers.get("Retry-After")
+    if said is None and answer.status_code == 429:
+        said = "1"
+    try:
+        wait = max(0.05, float(said or ""))
+    except ValueError:
+        return None
+    wait *= 1 + random.random() / 4
+    return wait if time.monotonic() + wait < deadline else None
+
+
+def _op(op: Op, threshold: float | None = None) -> dict[str, Any]:
     if isinstance(op, GetOp):
         return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
     if isinstance(op, PutOp):
@@ -167,7 +285,7 @@ def _op(op: Op) -> dict[str, Any]:
     if isinstance(op, SearchOp):
         return {
             "op": "search", "namespace": list(op.namespace_prefix), "query": op.query, "filter": op.filter,
-            "limit": op.limit, "offset": op.offset, "refresh_ttl": op.refresh_ttl,
+            "limit": op.limit, "offset": op.offset, "refresh_ttl": op.refresh_ttl, "threshold": threshold,
         }  # fmt: skip
     if isinstance(op, ListNamespacesOp):
         conditions = [{"match_type": c.match_type, "path": list(c.path)} for c in op.match_conditions or ()]

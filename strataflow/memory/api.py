@@ -71,10 +71,11 @@ ITEM_COLUMNS = """
     mi.updated_at, mi.created_at, mi.source_message_ids, mi.metadata, mi.name, mi.description, mi.entry_type,
     mi.is_shared
 """
-# What a request reads: its namespace, what its agent may see, no internal hot summary.
+# What a request reads: its namespace, what its agent may see, no internal hot summary, nothing past its time
+# to live (memory_items.expires_at: gone for every read at once, deleted later by the store's sweep).
 READABLE = f"""
     mi.namespace = :namespace and {visible_to_agent()} and mi.kind <> 'hot_summary'
-    and (:include_deleted or mi.status = 'active')
+    and (:include_deleted or mi.status = 'active') and (mi.expires_at is null or mi.expires_at > now())
 """
 SELECT_BY_ID = text(
     f"select {ITEM_COLUMNS} from memory_items as mi where mi.item_id = :item_id and {READABLE}"

@@ -44,32 +44,60 @@ SELECT_ITEM_TEXT = text(
 )
 
 
-# Vectors encoded ahead for a batch of writes (encoded_ahead): text -> (vector, the model that embeds it).
+# Vectors encoded ahead for a batch of writes (encoded_ahead): text -> (vector, the model that embeds it), and
+# (model, text) -> vector for texts embedded under a model given (vectors_under).
 _AHEAD: ContextVar[dict[str, tuple[np.ndarray, str]] | None] = ContextVar(
     "strataflow_encoded_ahead", default=None
+)
+_AHEAD_UNDER: ContextVar[dict[tuple[str, str], np.ndarray] | None] = ContextVar(
+    "strataflow_encoded_ahead_under", default=None
 )
 TRIMMED = " \t\n\r\f\v\u00a0\u3000"  # what ITEM_TEXT's btrim takes off
 
 
 @contextmanager
-def encoded_ahead(settings: Settings, statements: Sequence[str]) -> Iterator[None]:
+def encoded_ahead(
+    settings: Settings, statements: Sequence[str], under: Sequence[tuple[str, str]] = ()
+) -> Iterator[None]:
     """Within the block, writes whose item text is one of these (non-empty) statements use vectors encoded
     here in one call per model, instead of one encode per write (a batch of store puts); any other text is
-    encoded as usual."""
-    by_model: dict[str, list[str]] = {}
-    for statement in sorted({s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)}):
-        by_model.setdefault(model_for_text(settings, statement), []).append(statement)
-    ahead: dict[str, tuple[np.ndarray, str]] = {}
+    encoded as usual. `under`: (model, text) pairs that `vectors_under` will ask for (a store item's
+    texts, each embedded under its item's model), encoded in the same calls."""
+    by_model: dict[str, set[str]] = {}
+    for statement in {s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)}:
+        by_model.setdefault(model_for_text(settings, statement), set()).add(statement)
+    for model, said in under:
+        by_model.setdefault(model, set()).add(said)
+    encoded: dict[tuple[str, str], np.ndarray] = {}
     for model, texts in by_model.items():
+        ordered = sorted(texts)
         with telemetry.timed("embed_on_write"):  # the API's writes encode here: one observation per call
-            vectors: Any = get_embedder(settings, model).encode(texts)
-        for statement, vector in zip(texts, vectors, strict=True):
-            ahead[statement] = (np.asarray(vector, dtype=np.float32), model)
-    token = _AHEAD.set(ahead)
+            vectors: Any = get_embedder(settings, model).encode(ordered)
+        for said, vector in zip(ordered, vectors, strict=True):
+            encoded[(model, said)] = np.asarray(vector, dtype=np.float32)
+    ahead = {
+        said: (vector, model)
+        for (model, said), vector in encoded.items()
+        if model_for_text(settings, said) == model
+    }
+    tokens = (_AHEAD.set(ahead), _AHEAD_UNDER.set(encoded))
     try:
         yield
     finally:
-        _AHEAD.reset(token)
+        _AHEAD_UNDER.reset(tokens[1])
+        _AHEAD.reset(tokens[0])
+
+
+def vectors_under(settings: Settings, model: str, texts: Sequence[str]) -> list[np.ndarray]:
+    """The texts' vectors under `model` (those encoded ahead, the others in one call)."""
+    ahead = _AHEAD_UNDER.get() or {}
+    missing = sorted({t for t in texts if (model, t) not in ahead})
+    fresh: dict[tuple[str, str], np.ndarray] = {}
+    if missing:
+        with telemetry.timed("embed_on_write"):
+            vectors: Any = get_embedder(settings, model).encode(missing)
+        fresh = {(model, t): np.asarray(v, dtype=np.float32) for t, v in zip(missing, vectors, strict=True)}
+    return [ahead.get((model, t), fresh.get((model, t))) for t in texts]  # type: ignore[misc]
 
 
 def item_text(conn: Connection, statement: str | None, key: str, value: Any) -> str:

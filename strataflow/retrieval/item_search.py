@@ -13,7 +13,7 @@ embedding needed). Both return the one row type of the memory API (models.memory
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 
 import numpy as np
@@ -22,15 +22,18 @@ from sqlalchemy import Connection, text
 from models.memory_items import MemoryHit
 from strataflow import telemetry
 from strataflow.config import Settings
-from strataflow.memory.api import ITEM_COLUMNS, READABLE, visible_to_agent
+from strataflow.memory.api import ITEM_COLUMNS, visible_to_agent
 from strataflow.memory.item_fields import checked_limit, hit_of, resolve_type
+from strataflow.retrieval.layer_sql import ItemFilter
 from strataflow.retrieval.search import search
 
 MAX_SEARCH = 1000
 SELECT_BY_IDS = text(
     f"""
     select {ITEM_COLUMNS} from memory_items as mi
-    where mi.item_id = any(:ids) and {READABLE}
+    where mi.item_id = any(:ids) and mi.namespace = :namespace and mi.status = 'active'
+        and mi.kind <> 'hot_summary' and (mi.expires_at is null or mi.expires_at > now())
+        and ({visible_to_agent()} or mi.agent_id = any(cast(:also_visible as text[])))
         and (cast(:kind as text) is null or mi.kind = :kind)
     """
 )
@@ -40,6 +43,7 @@ SELECT_SUBJECT_ITEMS = text(
     from memory_items as mi
     where mi.namespace = :namespace and mi.subject_id = :subject_id and mi.status = 'active'
         and mi.kind <> 'hot_summary' and {visible_to_agent()}
+        and (mi.expires_at is null or mi.expires_at > now())
     order by (mi.key = any(:hint_keys) or mi.kind = any(:hint_kinds)) desc,
         array_position(cast(:ranked as bigint[]), mi.item_id) nulls last,
         mi.importance desc, mi.valid_from desc, mi.item_id
@@ -60,11 +64,11 @@ def search_memories(
     type: str | None = None,
     limit: int = 10,
     threshold: float | None = None,
-    written_by: Collection[str] | None = None,
+    item_filter: ItemFilter | None = None,
 ) -> list[MemoryHit]:
     """The active items the agent sees that best match query (of one subject, or all), best first; `type`
     (a seed 003 type or a kind) keeps only that kind; `threshold` only those scoring at least that much;
-    `written_by` only those of these agents (in the search itself: strataflow.retrieval.search)."""
+    `item_filter` only those meeting its condition, in the search itself (strataflow.retrieval.search)."""
     checked_limit(limit, MAX_SEARCH)
     kind = resolve_type(type)[0] if type else None
     if not query.strip():
@@ -72,12 +76,12 @@ def search_memories(
     found = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
         k=limit * 4 if kind else limit + 1, agent_id=agent_id, metadata=False, threshold=threshold,
-        written_by=written_by,
+        item_filter=item_filter,
     )  # fmt: skip
     scores = {hit.id: hit.score for hit in found}
     params = {
-        "namespace": namespace, "agent_id": agent_id, "kind": kind, "include_deleted": False,
-        "ids": list(scores),
+        "namespace": namespace, "agent_id": agent_id, "kind": kind,
+        "ids": list(scores), "also_visible": list(item_filter.also_visible) if item_filter else [],
     }  # fmt: skip
     rows = {row["item_id"]: row for row in conn.execute(SELECT_BY_IDS, params).mappings()}
     return [hit_of(rows[item_id], scores[item_id]) for item_id in scores if item_id in rows][:limit]

@@ -16,7 +16,8 @@ applied to every search of items (without an agent: no agent's private items).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -62,7 +63,24 @@ class Scope(NamedTuple):
     subject: bool = False
     since: bool = False
     until: bool = False
-    written_by: bool = False  # items only: of one of the agents :written_by (mem0's agent_id filter)
+    item_sql: str = ""  # items only: ItemFilter.sql, a condition over `i` (its values bound, named f_...)
+    also_visible: bool = False  # items only: the private items of the agents :also_visible are visible too
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """A condition a search's items must meet besides the scope (e.g. a drop-in's filter compiled to SQL by
+    strataflow.adapters): `sql` over memory_items aliased `i`, every value a bound parameter of `params`
+    named f_...; `also_visible`: agents whose private items the request may see besides its viewer's (a
+    caller that may act as them), so one search serves a filter that names several agents."""
+
+    sql: str = "true"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    also_visible: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(not name.startswith("f_") for name in self.params):
+            raise ValueError(f"an ItemFilter's parameters are named f_...: {sorted(self.params)}")
 
 
 _SPEAKER_DOC = (
@@ -112,7 +130,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "fts": "i.fts",
         "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
         f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
-        "extra_filter": "i.status = 'active'",
+        "extra_filter": "i.status = 'active' and (i.expires_at is null or i.expires_at > now())",
         "speaker": "null::text",
         "meta": "jsonb_build_object('table', 'memory_items', 'item_id', i.item_id, 'namespace', i.namespace, "
         "'subject_id', i.subject_id, 'kind', i.kind, 'key', i.key, 'value', i.value, 'category', i.category, "
@@ -189,9 +207,21 @@ def similarity_sql(layer: str) -> str:
     s = LAYER_SQL[layer]
     if layer == "messages":
         return _SIMILARITY.format(embedding=s["embedding"], model=s["model"], hub="", hub_cjk="")
-    hub = f" + ({s['embedding']} <#> :qcent) + :qhub"
-    hub_cjk = f" + ({s['embedding']} <#> :qcent_cjk) + :qhub_cjk"
-    return _SIMILARITY.format(embedding=s["embedding"], model=s["model"], hub=hub, hub_cjk=hub_cjk)
+    own = _statement_similarity(str(s["embedding"]), str(s["model"]))
+    if layer != "items":
+        return own
+    # An item with one vector per indexed text (memory_items.path_embeddings, all under its model): the best.
+    best = _statement_similarity("p.v", str(s["model"]))
+    return (
+        f"case when i.path_embeddings is null then {own} "
+        f"else (select max({best}) from unnest(i.path_embeddings) as p(v)) end"
+    )
+
+
+def _statement_similarity(embedding: str, model: str) -> str:
+    hub = f" + ({embedding} <#> :qcent) + :qhub"
+    hub_cjk = f" + ({embedding} <#> :qcent_cjk) + :qhub_cjk"
+    return _SIMILARITY.format(embedding=embedding, model=model, hub=hub, hub_cjk=hub_cjk)
 
 
 SET_EF_SEARCH = text("select set_config('hnsw.ef_search', :ef, true)")
@@ -212,9 +242,10 @@ def filters(layer: str, scope: Scope) -> str:
         if scope.until:
             parts.append(f"{spec['time']} < :until")
     if layer == "items":
-        parts.append(AGENT_FILTER)
-        if scope.written_by:
-            parts.append("i.agent_id = any(cast(:written_by as text[]))")
+        also = " or i.agent_id = any(cast(:also_visible as text[]))" if scope.also_visible else ""
+        parts.append(f"({AGENT_FILTER}{also})" if also else AGENT_FILTER)
+        if scope.item_sql:
+            parts.append(f"({scope.item_sql})")
     return " and ".join(parts)
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -48,7 +48,7 @@ from sqlalchemy import Connection
 
 from strataflow.config import Settings
 from strataflow.retrieval import layer_sql, wide
-from strataflow.retrieval.layer_sql import LAYERS, Scope
+from strataflow.retrieval.layer_sql import LAYERS, ItemFilter, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers, without_subject
 from strataflow.retrieval.question_centroid import question_centroid
@@ -107,7 +107,7 @@ def search(
     now: datetime | None = None,
     metadata: bool = True,
     threshold: float | None = None,
-    written_by: Collection[str] | None = None,
+    item_filter: ItemFilter | None = None,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
@@ -121,23 +121,29 @@ def search(
     searched; `now` anchors relative times in the query ("last week"), default the clock; `metadata=False`
     leaves the rows' provenance out of the hits (their ids and scores stay) for a caller that reads the rows
     itself, which saves a round trip. `threshold` keeps only hits that score at least that much (the score
-    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md). `written_by`
-    keeps only items whose agent is one of those (mem0's agent_id filter), in the query that finds them, so
-    that the k best are the k best of those items, not of all the viewer sees.
+    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md). `item_filter`
+    (layer_sql.ItemFilter) is a condition the items must meet besides the scope, in the query that finds them
+    (a drop-in's filter: mem0's, the LangGraph store's), so that the k best are the k best of those items,
+    not of all the viewer sees; it may also make the private items of agents it names visible.
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
         raise ValueError(f"unknown retrieval layer(s) {unknown}; choose from {list(LAYERS)}")
     if k < 1 or not query.strip():
         return []
-    scope = Scope(subject_id is not None, since is not None, until is not None, written_by is not None)
+    scope = Scope(
+        subject_id is not None, since is not None, until is not None,
+        item_sql=item_filter.sql if item_filter else "",
+        also_visible=bool(item_filter and item_filter.also_visible),
+    )  # fmt: skip
     params: dict[str, Any] = {
         "namespace": namespace,
         "subject_id": subject_id,
         "since": since,
         "until": until,
         "agent_id": agent_id,
-        "written_by": sorted(written_by) if written_by is not None else None,
+        "also_visible": sorted(item_filter.also_visible) if item_filter else [],
+        **(item_filter.params if item_filter else {}),
         **query_terms(query),
     }
     wanted = tuple(dict.fromkeys(layers))

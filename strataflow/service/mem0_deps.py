@@ -1,7 +1,8 @@
 """The request side of the mem0-compatible API (strataflow.service.routes.mem0): the session of a request
 (`Authorization: Token KEY` as mem0's client sends it, or `Bearer KEY`; the same Sessions as every route, so
-the same roles, namespaces and rate limit), who may write, the filters of a request, and reading items
-with their runs. No shapes (strataflow.service.mem0_shapes) and no storage (the one L2 API)."""
+the same roles, namespaces and rate limit), who may write, and the filters of a request (parsed by
+strataflow.adapters.mem0_filters). No shapes (strataflow.service.mem0_shapes) and no storage
+(strataflow.adapters.mem0)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,8 @@ from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from sqlalchemy import Connection
 
-from models.memory_items import MemoryItem
-from strataflow.memory import item_sets
-from strataflow.memory.adapters import Filter, FilterError, FilterTooLarge, app_of, parse_filters
+from strataflow.adapters.conditions import FilterError, FilterTooLarge
+from strataflow.adapters.mem0_filters import Mem0Filter, parse_filters
 from strataflow.service.deps import (
     Opener,
     Weight,
@@ -33,7 +33,6 @@ from strataflow.service.deps import (
 )
 from strataflow.service.errors import ApiError
 from strataflow.service.keys import Acting, Caller
-from strataflow.service.mem0_schemas import Mem0Filter
 from strataflow.service.schemas import Id
 
 # The OpenAPI security scheme of every /mem0 operation (components.securitySchemes.mem0Token); a request
@@ -141,57 +140,15 @@ def item_id_of(memory_id: str) -> int:
     return int(memory_id)
 
 
-def checked_filter(
-    filters: Mem0Filter | Mapping[str, Any] | None, caller: Caller, **top_level: str | None
-) -> Filter:
-    """The request's filter (400 naming an unsupported part, 422 naming the limit of a filter too large);
+def checked_filter(filters: Mapping[str, Any] | None, caller: Caller, **top_level: str | None) -> Mem0Filter:
+    """The request's filter (400 naming an unsupported part, 422 naming the bound of a filter too large);
     403 when it names an agent the key may not act as."""
-    plain = filters.plain() if isinstance(filters, Mem0Filter) else filters
     try:
-        parsed = parse_filters(plain, **top_level)
-        scopes = parsed.scopes()
+        parsed = parse_filters(filters, **top_level)
     except FilterTooLarge as exc:
-        raise ApiError(422, str(exc), "filters", code="filter_too_large") from None
+        raise ApiError(422, str(exc), exc.where, code="filter_too_large") from None
     except FilterError as exc:
-        raise ApiError(400, str(exc), "filters", code="unsupported_filter") from None
-    for _, agents in scopes:
-        for agent in agents or ():
-            caller.agent_for(agent)
+        raise ApiError(400, str(exc), exc.where, code="unsupported_filter") from None
+    for agent in sorted(parsed.agents()):
+        caller.agent_for(agent)
     return parsed
-
-
-def viewers(caller: Caller, agents: frozenset[str] | None) -> list[str | None]:
-    """The agents to read as: the key's own, else those the filter names (each sees its private items)."""
-    if agents and caller.agent is None:
-        return [*sorted(agents)]
-    return [caller.agent]
-
-
-def memories(
-    db: Connection, caller: Caller, items: list[MemoryItem], wanted: Filter | None = None
-) -> list[tuple[MemoryItem, str | None]]:
-    """The items with their run ids, distinct, kept when they match the filter; an extracted item shows the
-    metadata (and app) of the add whose messages it came from, under its own."""
-    items = list({item.id: item for item in items}.values())
-    added = item_sets.message_metadata(db, caller.namespace, items)
-    items = [
-        item.model_copy(update={"metadata": {**added[item.id], **item.metadata}})
-        if item.id in added
-        else item
-        for item in items
-    ]
-    runs = item_sets.item_conversations(db, caller.namespace, items)
-    return [
-        (item, runs[item.id])
-        for item in items
-        if wanted is None
-        or wanted.matches(
-            {
-                "user_id": item.subject,
-                "agent_id": item.agent,
-                "run_id": runs[item.id],
-                "app_id": app_of(item.metadata),
-                "metadata": item.metadata,
-            }
-        )
-    ]

@@ -7,8 +7,8 @@ the result (see docs/integrations.md, "What is mapped"). Any other field, in a b
 with 400 naming it: nothing sent to /mem0 is silently ignored.
 
 Limits (bounded work per request, before it starts): MAX_ADD_MESSAGES messages per add (MAX_STORED_MESSAGES
-with infer=false, each embedded at once), top_k <= 100, a filter naming at most
-strataflow.memory.adapters.MAX_FILTER_COMBINATIONS (user, agent) combinations (422 naming it).
+with infer=false, each embedded at once), MAX_BATCH memories per batch update or delete, top_k <= 100, a
+filter of at most strataflow.adapters.mem0_filters.MAX_CONDITIONS conditions (422 naming it).
 """
 
 from __future__ import annotations
@@ -23,69 +23,31 @@ from strataflow.service.schemas import Content, Id, Metadata, OptionalText, Quer
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
 MAX_PAGE = 100_000  # get_all's page number (offsets stay within what SQL counts)
 MAX_STORED_MESSAGES = 20  # messages of one infer=false add: each is embedded in the request
+MAX_BATCH = 100  # memories of one batch update or delete
 Ignored = Field(None, description="accepted for compatibility; strataflow ignores it")
 Role = Literal["user", "assistant", "system", "tool"]
 
 
-class EqCondition(Strict):
-    eq: SubjectId
-
-
-class InCondition(Strict):
-    in_: list[SubjectId] = Field(alias="in", min_length=1, max_length=10)
-
-
-Condition = SubjectId | EqCondition | InCondition  # a value ("*": any value), {"eq": v} or {"in": [...]}
-
-
-MetaValue = str | int | float | bool  # a metadata value a filter compares with (no null: absent is not null)
-
-
-class MetaEq(Strict):
-    eq: MetaValue
-
-
-class MetaIn(Strict):
-    in_: list[MetaValue] = Field(alias="in", min_length=1, max_length=10)
-
-
-MetadataFilter = Annotated[
-    dict[str, MetaValue | MetaEq | MetaIn],
+FILTER_GRAMMAR = (
+    "mem0's filters (strataflow.adapters.mem0_filters): keys ANDed; user_id, agent_id, run_id, app_id, "
+    "created_at, updated_at, categories, `metadata` (an object of metadata fields) or any other key (a "
+    "metadata field, mem0 OSS's flat form); each a value, '*' (any value), a list (one of) or an object of "
+    "operators eq, ne, gt, gte, lt, lte, in, nin, contains, icontains; AND / OR / NOT: lists of filters "
+    "(NOT: none of them). At most 64 conditions, 4 levels deep."
+)
+Mem0Filter = Annotated[
+    dict[str, Any],
     Field(
-        min_length=1, max_length=10,
-        description="metadata fields, each a value, {'eq': v} or {'in': [...]} (mem0's metadata filter)",
+        description=FILTER_GRAMMAR,
+        json_schema_extra={"examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}]},
     ),
-]  # fmt: skip
-
-
-class FilterFields(Strict):
-    user_id: Condition | None = None
-    agent_id: Condition | None = None
-    run_id: Condition | None = None
-    app_id: Condition | None = Field(None, description="the app the memories were added for (add's app_id)")
-    metadata: MetadataFilter | None = None
-
-
-class InnerFilter(FilterFields):
-    AND: list[FilterFields] | None = Field(None, max_length=5)
-    OR: list[FilterFields] | None = Field(None, max_length=5)
-
-
-class Mem0Filter(FilterFields):
-    """mem0's entity filters: fields with a value, {"eq": v}, {"in": [...]} or "*", combined in one object
-    (AND) or with AND / OR lists (two levels). Anything else is refused (400, naming it)."""
-
-    AND: list[InnerFilter] | None = Field(None, max_length=5)
-    OR: list[InnerFilter] | None = Field(None, max_length=5)
-
-    def plain(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
+]
 
 
 class AddIds(Strict):
     """The entity ids of an add given as filters (the typed options' way)."""
 
-    user_id: SubjectId
+    user_id: SubjectId | None = None
     agent_id: SubjectId | None = None
     run_id: Id | None = None
     app_id: Id | None = None
@@ -112,14 +74,17 @@ OnlyFalse = Annotated[Literal[False], BeforeValidator(_a_boolean)]
 
 
 class Mem0Add(Strict):
-    """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default; a user_id
-    is required (strataflow memories are about a user)."""
+    """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default; at least
+    one of user_id, agent_id, run_id (a memory without a user belongs to its agent or run alone; infer=True
+    extracts memories about a user: it needs user_id)."""
 
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
             "anyOf": [
                 {"required": ["user_id"], "properties": {"user_id": {"type": "string"}}},
+                {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
+                {"required": ["run_id"], "properties": {"run_id": {"type": "string"}}},
                 {"required": ["filters"], "properties": {"filters": {"type": "object"}}},
             ],
             # infer=false stores and embeds each message in the request: at most MAX_STORED_MESSAGES
@@ -175,7 +140,7 @@ class Mem0Search(ReadOptions):
     """POST /v3/memories/search/."""
 
     query: QueryText = Field(min_length=1, description="what to look for (any language)")
-    filters: Mem0Filter | None = Field(None, description="user_id, agent_id, run_id (see Mem0Filter)")
+    filters: Mem0Filter | None = None
     top_k: int = Field(10, ge=1, le=100, description="how many results")
     threshold: float | None = Field(None, ge=0, le=1, description="the lowest score returned")
     user_id: SubjectId | None = Field(None, description="as filters={'user_id': ...} (older clients)")
@@ -191,7 +156,7 @@ class Mem0Search(ReadOptions):
 class Mem0List(ReadOptions):
     """POST /v3/memories/ (get_all; page and page_size come as query parameters)."""
 
-    filters: Mem0Filter | None = Field(None, description="as for search")
+    filters: Mem0Filter | None = None
     page: int | None = Field(None, ge=1, le=MAX_PAGE, description="the page (also a query parameter)")
     page_size: int | None = Field(None, ge=1, le=1000, description="memories per page (default 100)")
 
@@ -203,6 +168,28 @@ class Mem0Update(Strict):
     metadata: Metadata | None = Field(None, description="merged into the memory's metadata")
     timestamp: None = Field(None, description="not supported (only null)")
     expiration_date: None = Field(None, description="not supported (only null): memories do not expire")
+
+
+class Mem0BatchChange(Strict):
+    memory_id: str = Field(max_length=40, description="the memory id")
+    text: Content | None = Field(None, description="the new text")
+    metadata: Metadata | None = Field(None, description="merged into the memory's metadata")
+
+
+class Mem0BatchUpdate(Strict):
+    """PUT /v1/batch/ (the client's batch_update): all or none."""
+
+    memories: list[Mem0BatchChange] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class Mem0BatchId(Strict):
+    memory_id: str = Field(max_length=40, description="the memory id")
+
+
+class Mem0BatchDelete(Strict):
+    """DELETE /v1/batch/ (the client's batch_delete): all or none."""
+
+    memories: list[Mem0BatchId] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 class Mem0Memory(BaseModel):

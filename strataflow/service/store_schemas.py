@@ -3,7 +3,8 @@ list_namespaces), as strataflow.integrations.langgraph sends them (strataflow.se
 
 Limits (bounded work per request): MAX_OPS operations per batch, of which at most MAX_SEARCH_OPS searches
 (each a ranked search), keys up to MAX_KEY_CHARS characters (LangGraph sets none; PostgresStore keeps text),
-labels up to 200; the body's own cap (STRATAFLOW_API_MAX_BODY_BYTES) bounds the rest."""
+labels up to 200 (any text without NUL, as PostgresStore keeps them: the client refuses "." as BaseStore
+does); the body's own cap (STRATAFLOW_API_MAX_BODY_BYTES) bounds the rest."""
 
 from __future__ import annotations
 
@@ -12,23 +13,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from models.messages import SAFE_ID
 from strataflow.service.schemas import Agent, Metadata, QueryText, Strict
 
 MAX_OPS = 1000  # operations of one batch (one request, one transaction)
 MAX_SEARCH_OPS = 20  # of which searches: each is a ranked search
 MAX_KEY_CHARS = 4096
 IndexPath = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-# A label: a subject id's characters (no "/" or control characters: the label that is the user is a subject)
-Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=SAFE_ID)]
+# A label: any text without NUL (the one that is the user maps to a subject: strataflow.adapters.store_paths)
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, pattern=r"^[^\x00]*$")]
 Namespace = Annotated[list[Label], Field(min_length=1, max_length=10)]
-PathLabel = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 
 
 class MatchCondition(Strict):
     match_type: Literal["prefix", "suffix"]
-    path: list[PathLabel] = Field(max_length=20, description="labels; '*' matches any one label")
+    path: list[Label] = Field(max_length=20, description="labels; '*' matches any one label")
 
 
 class GetOp(Strict):
@@ -44,8 +43,9 @@ class PutOp(Strict):
     key: Key
     value: Metadata | None = Field(None, description="the item's value; null deletes the item")
     index: Literal[False] | Annotated[list[IndexPath], Field(max_length=20)] | None = Field(
-        None, description="false: not embedded (not found by meaning); a list: the value's "
-        "fields (dotted paths, '$' the whole value) embedded; null: the whole value",
+        None, description="false: not embedded (not found by meaning); a list: the value's field paths "
+        "(LangGraph's: dotted, [n], [*], {a,b}, '$' the whole value), one vector per text; null: the "
+        "value's content text, else its fields",
     )  # fmt: skip
     ttl: float | None = Field(
         None, gt=0, le=525_600_000, description="minutes after the last write (or read) when it expires"

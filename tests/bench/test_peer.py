@@ -8,7 +8,8 @@ from sqlalchemy import Connection, text
 
 from bench import peer
 from bench.peer_data import TOPICS, memories, people
-from strataflow.memory import adapters, api
+from strataflow.adapters import mem0_names as adapters
+from strataflow.memory import api
 
 # The columns a search or a reader sees (not the ids, times or embedding, which differ by design).
 COMPARED = (

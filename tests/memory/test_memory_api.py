@@ -18,6 +18,7 @@ from strataflow.memory.item_fields import MemoryFieldError, normalize_kind
 from strataflow.memory.user_memory import summarize
 from strataflow.retrieval.context import build_context
 from strataflow.retrieval.item_search import search_memories
+from strataflow.retrieval.layer_sql import ItemFilter
 from strataflow.retrieval.search import search
 from strataflow.retrieval.user_context import get_user_context
 
@@ -154,6 +155,10 @@ def test_every_reader_applies_the_one_visibility_rule(
                 api.update_memory(conn, namespace, item_id, agent_id=viewer, value="changed")
 
 
+def _written_by(agent: str) -> ItemFilter:
+    return ItemFilter("i.agent_id = :f_agent", {"f_agent": agent})
+
+
 def test_an_agent_filter_finds_the_agents_items_among_many_closer_ones(
     conn: Connection, settings: Settings, namespace: str
 ) -> None:
@@ -176,10 +181,11 @@ def test_an_agent_filter_finds_the_agents_items_among_many_closer_ones(
     seen = search_memories(conn, settings, namespace, query, agent_id="gardener", limit=3)
     assert own not in [hit.id for hit in seen]  # the case the filter is for
     mine = search_memories(
-        conn, settings, namespace, query, agent_id="gardener", limit=3, written_by={"gardener"}
+        conn, settings, namespace, query, agent_id="gardener", limit=3, item_filter=_written_by("gardener")
     )
     assert [hit.id for hit in mine] == [own]
-    assert search_memories(conn, settings, namespace, query, agent_id="gardener", written_by={"nobody"}) == []
+    nobody = _written_by("nobody")
+    assert search_memories(conn, settings, namespace, query, agent_id="gardener", item_filter=nobody) == []
 
 
 def test_only_the_owner_changes_an_agents_item_and_profiles_see_no_private_items(

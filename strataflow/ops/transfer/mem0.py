@@ -9,7 +9,7 @@ PATH is one JSON file, either
 
 Each memory becomes an entry of the one L2 API (strataflow.memory.api.create_memory): subject = user_id,
 agent = agent_id (the entry is that agent's own), type `user`, named and mapped as /mem0 names and maps a
-memory (strataflow.memory.adapters: the name is the text, run_id and app_id kept as /mem0 keeps them, so
+memory (strataflow.adapters.mem0: the name is the text, run_id and app_id kept as /mem0 keeps them, so
 re-adding an imported memory over /mem0 finds it instead of duplicating it), the text as content, event
 time = mem0's updated_at (or created_at), metadata = mem0's metadata plus `imported_from` {system: mem0,
 kind, file, id, hash, run_id, app_id, actor_id, role, categories, expiration_date, created_at, updated_at}
@@ -33,13 +33,13 @@ from sqlalchemy import Connection
 
 from models.mem0_import import Mem0ImportResult, Mem0Memory
 from models.messages import describe_errors
+from strataflow.adapters.mem0 import item_with_metadata
+from strataflow.adapters.mem0_names import mem0_entry_name, mem0_metadata
 from strataflow.config import Settings
 from strataflow.db.engine import engine_for
 from strataflow.errors import UserError
-from strataflow.memory import adapters
 from strataflow.memory.api import MemoryConflict, create_memory, get_memory, update_memory
 from strataflow.memory.item_fields import MemoryFieldError
-from strataflow.memory.item_sets import item_with_metadata
 from strataflow.ops.transfer.layers import problem_row, quarantine
 from strataflow.pipeline.progress import progress_bar
 
@@ -179,12 +179,12 @@ def _write(
         "created_at": memory.created_at, "updated_at": memory.updated_at,
     }  # fmt: skip
     metadata = {
-        **adapters.mem0_metadata(memory.metadata, memory.run_id, memory.app_id),
+        **mem0_metadata(memory.metadata, memory.run_id, memory.app_id),
         "imported_from": {
             k: v.isoformat() if hasattr(v, "isoformat") else v for k, v in provenance.items() if v
         },
     }
-    name = adapters.mem0_entry_name(memory.memory)
+    name = mem0_entry_name(memory.memory)
     try:
         earlier = item_with_metadata(
             conn, namespace, memory.user_id, ["imported_from", "id"], memory.id, agent_id=memory.agent_id

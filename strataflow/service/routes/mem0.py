@@ -1,37 +1,35 @@
 """/mem0: the paths of mem0's platform API that its official client (mem0ai 2.2.1: MemoryClient and
-AsyncMemoryClient with host=BASE + "/mem0") calls, over strataflow's one L2 API. Every route is one or a few
-calls into the library (strataflow.memory.api and item_sets, strataflow.retrieval.item_search, ingest.online
-and message_progress); the shapes are strataflow.service.mem0_shapes. Paths keep the client's trailing slash.
+AsyncMemoryClient with host=BASE + "/mem0") calls. Each route parses the request, calls one function of
+strataflow.adapters.mem0 (the mapping, the filters compiled to SQL, the writes through the one L2 API) and
+shapes its answer (strataflow.service.mem0_shapes). Paths keep the client's trailing slash.
 
 Authentication: `Authorization: Token KEY` (what the client sends) or `Bearer KEY`; the key's role gives the
 namespace (X-Namespace picks one of several) and, for a key bound to an agent, the agent. `agent_id` of a
-request acts as that agent (its own entries, shared ones and the namespace's); a key bound to another agent
-gets 403. Deleting a whole entity (DELETE /v2/entities/{type}/{name}/, which the client's reset() and
-delete_users() call) takes a key that may write the whole namespace: an agent-bound key gets 403. A
-delete_all deletes exactly what its identity fields name (their intersection) and is refused without one.
-An unknown query parameter or body field is refused (400 naming it) on every route.
+request acts as that agent (its own memories, shared ones and the namespace's); a key bound to another agent
+gets 403; by id, a key bound to no agent acts as the memory's own agent. Deleting a whole entity (DELETE
+/v2/entities/{type}/{name}/, which the client's reset() and delete_users() call) takes a key that may write
+the whole namespace: an agent-bound key gets 403. A delete_all deletes exactly what its filter keeps and is
+refused without an entity id (400, as mem0's own REST server refuses it). An unknown query parameter or body
+field is refused (400 naming it). The routes of mem0's platform that strataflow does not serve (feedback,
+summaries, exports, profiles, webhooks, projects) answer 501 naming the feature: never 404, which the client
+reads as "memory not found".
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
-from sqlalchemy import Connection
 
-from models.memory_items import MemoryItem
-from strataflow.config import Settings
-from strataflow.ingest.message_progress import message_progress
-from strataflow.ingest.online import write_messages
-from strataflow.memory import adapters, api, item_embedding, item_sets
+from strataflow.adapters import mem0
+from strataflow.adapters.mem0_names import shown_metadata
 from strataflow.ops.freshness import emit_messages_received
-from strataflow.retrieval.item_search import search_memories
 from strataflow.service import mem0_shapes as shapes
 from strataflow.service.deps import SettingsDep
 from strataflow.service.errors import ApiError, error_response, error_responses
-from strataflow.service.keys import Caller
 from strataflow.service.mem0_deps import (
     AgentParam,
     MemoryId,
@@ -41,22 +39,18 @@ from strataflow.service.mem0_deps import (
     item_id_of,
     known_query,
     mem0_work,
-    memories,
     namespace_writer,
     query_filters,
-    viewers,
 )
 from strataflow.service.mem0_schemas import (
-    MAX_ADD_MESSAGES,
-    MAX_PAGE,
     MAX_STORED_MESSAGES,
     Mem0Add,
     Mem0AddAnswer,
-    Mem0AddResult,
+    Mem0BatchDelete,
+    Mem0BatchUpdate,
     Mem0Done,
     Mem0Entities,
     Mem0Event,
-    Mem0EventResult,
     Mem0HistoryEntry,
     Mem0List,
     Mem0Memory,
@@ -69,9 +63,9 @@ from strataflow.service.mem0_schemas import (
 from strataflow.service.schemas import Id, SubjectId
 
 router = APIRouter(prefix="/mem0", tags=["mem0-compatible"], dependencies=[Depends(known_query)])
-SOURCE = "mem0"  # the L1 source of messages added with infer=true (their keys: "<event id>:<position>")
 QUEUED = "Memory processing has been queued for background execution"
 READ = error_responses()
+SCOPE_REQUIRED = "At least one identifier is required: user_id, agent_id, run_id or app_id"
 
 
 @router.get("/v1/ping/", response_model=Mem0Ping, responses=READ, dependencies=[mem0_work("ping")])
@@ -89,9 +83,9 @@ def ping(session: Session) -> Mem0Ping:
     dependencies=[mem0_work("write", "heavy")],
 )  # fmt: skip
 def add(body: Mem0Add, writer: WriterOpener, settings: SettingsDep, background: BackgroundTasks) -> Any:
-    """infer=false: each message's text is stored as a memory now; infer=true (the default): the messages go
-    to L1 (as POST /v1/messages) and the answer is an event, PENDING until the extract stage has made
-    memories of them. The texts are embedded before the request takes a database connection."""
+    """infer=false: each message's text is stored as a memory now (of the user, else of the agent or run
+    alone); infer=true (the default): the messages go to L1 (as POST /v1/messages) and the answer is an
+    event, PENDING until the extract stage has made memories of them."""
     opener, acting = writer
     caller = acting.caller
     ids = body.filters
@@ -99,96 +93,43 @@ def add(body: Mem0Add, writer: WriterOpener, settings: SettingsDep, background: 
     run_id = body.run_id or (ids.run_id if ids else None)
     app_id = body.app_id or (ids.app_id if ids else None)
     agent = acting.agent if body.agent_id else caller.agent_for(ids.agent_id if ids else None)
-    if not user_id:
-        raise ApiError(400, "user_id is required: strataflow memories are about a user (subject)", "user_id")
+    if not (user_id or agent or run_id):
+        raise ApiError(400, "At least one of user_id, agent_id or run_id is required", "user_id")
     turns = [{"role": "user", "content": body.messages}] if isinstance(body.messages, str) else [
         message.model_dump(include={"role", "content"}) for message in body.messages
     ]  # fmt: skip
+    scope = mem0.AddScope(user_id, agent, run_id, app_id, body.metadata)
     if body.infer:
+        if not user_id:
+            raise ApiError(
+                400, "infer=true extracts memories about a user: user_id is required (a memory of an agent "
+                "or run alone: infer=false)", "user_id",
+            )  # fmt: skip
         with opener() as db:
-            return _queue(db, caller, settings, turns, user_id, agent, run_id, app_id, body, background)
+            event_id, written = mem0.queue_turns(db, settings, acting.namespace, turns, scope)
+        if written.accepted == 0 and written.problems:
+            first = written.problems[0]
+            return error_response(
+                422, first.error, f"messages.{first.position}.{first.field}", code=first.reason
+            )
+        if written.inserted + written.updated:  # after the commit and the response: never delays nor fails it
+            changed = written.inserted + written.updated
+            background.add_task(emit_messages_received, settings, acting.namespace, [user_id], changed)
+        return Mem0AddAnswer(message=QUEUED, status="PENDING", event_id=event_id)
     if len(turns) > MAX_STORED_MESSAGES:
         raise ApiError(
             413, f"an infer=false add stores (and embeds) each message at once: at most "
             f"{MAX_STORED_MESSAGES} messages per request, got {len(turns)}", "messages",
             code="too_many_messages",
         )  # fmt: skip
-    stored = [turn for turn in turns if turn["role"] != "system" and turn["content"].strip()]
-    with item_embedding.encoded_ahead(settings, [turn["content"] for turn in stored]), opener() as db:
-        results = [_store(db, caller, settings, t, user_id, agent, run_id, app_id, body) for t in stored]
-        return Mem0AddAnswer(message="Memories stored", status="SUCCEEDED", results=results)
-
-
-def _store(
-    db: Connection,
-    caller: Caller,
-    settings: Settings,
-    turn: dict[str, Any],
-    user_id: str,
-    agent: str | None,
-    run_id: str | None,
-    app_id: str | None,
-    body: Mem0Add,
-) -> Mem0AddResult:
-    """One infer=false message stored as a memory (or the memory that has its text already)."""
-    try:
-        written = api.create_memory(
-            db, caller.namespace, user_id, shapes.ENTRY_TYPE, adapters.mem0_entry_name(turn["content"]),
-            turn["content"], agent_id=agent,
-            metadata=adapters.mem0_metadata(body.metadata, run_id, app_id),
-            settings=settings,
-        )  # fmt: skip
-        item, event = written.item, "ADD"
-    except api.MemoryConflict as taken:  # the same text is stored already: that memory
-        item, event = api.get_memory(db, caller.namespace, taken.item_id, agent_id=agent), "NONE"
-    return Mem0AddResult(
-        id=str(item.id),
-        memory=item.content,
-        event=event,
-        user_id=item.subject,
-        agent_id=item.agent,
-        run_id=run_id,
-        metadata=shapes.shown_metadata(item),
+    texts = [t["content"] for t in turns if t["role"] != "system" and t["content"].strip()]
+    with opener() as db:
+        added = mem0.add_texts(db, settings, acting.namespace, texts, scope)
+    return Mem0AddAnswer(
+        message="Memories stored",
+        status="SUCCEEDED",
+        results=[shapes.added_of(a.record, a.event) for a in added],
     )
-
-
-def _queue(
-    db: Connection,
-    caller: Caller,
-    settings: Settings,
-    turns: list[dict[str, Any]],
-    user_id: str,
-    agent: str | None,
-    run_id: str | None,
-    app_id: str | None,
-    body: Mem0Add,
-    background: BackgroundTasks,
-) -> Any:
-    event_id = str(uuid.uuid4())
-    said = datetime.now(UTC)
-    records = [
-        {
-            "conversation_id": run_id or f"mem0-{event_id}",
-            "subject_id": user_id,
-            "source": SOURCE,
-            "source_message_id": f"{event_id}:{position}",
-            "role": turn["role"],
-            "content": turn["content"],
-            "created_at": (said + timedelta(microseconds=position)).isoformat(),
-            "agent_id": agent,
-            "metadata": adapters.mem0_metadata(body.metadata, None, app_id),
-        }  # fmt: skip
-        for position, turn in enumerate(turns)
-    ]
-    written = write_messages(db, settings, caller.namespace, records)
-    if written.accepted == 0 and written.problems:
-        first = written.problems[0]
-        return error_response(422, first.error, f"messages.{first.position}.{first.field}", code=first.reason)
-    if written.inserted + written.updated:  # after the commit and the response: never delays nor fails it
-        background.add_task(
-            emit_messages_received, settings, caller.namespace, [user_id], written.inserted + written.updated
-        )
-    return Mem0AddAnswer(message=QUEUED, status="PENDING", event_id=event_id)
 
 
 @router.get(
@@ -200,38 +141,26 @@ def event(
     """An infer=true add: PENDING until the extract stage (nightly, backfill or `strataflow extract`) has read
     its messages, then SUCCEEDED with the memories made of them."""
     db, acting = session
-    caller = acting.caller
     try:
         eid = str(uuid.UUID(event_id))
     except ValueError:
         raise ApiError(404, f"no event {event_id!r}", "event_id") from None
-    found = message_progress(db, caller.namespace, SOURCE, [f"{eid}:{i}" for i in range(MAX_ADD_MESSAGES)])
-    if not found:
+    found = mem0.event(db, acting.namespace, eid, agent=acting.agent)
+    if found is None:
         raise ApiError(404, f"no event {event_id!r}", "event_id")
-    done = all(message.extracted for message in found)
-    first = found[0]
-    made = item_sets.items_from_messages(
-        db, caller.namespace, first.subject_id, [m.message_id for m in found],
-        agent_id=acting.agent or first.agent_id,
-    ) if done else []  # fmt: skip
-    created = min(message.ingested_at for message in found)
-    updated = max([created, *(item.updated_at for item in made)])
+    first = found.messages[0]
+    created = min(message.ingested_at for message in found.messages)
+    updated = max([created, *(made.item.updated_at for made in found.made)])
     return Mem0Event(
-        id=eid, event_type="ADD", status="SUCCEEDED" if done else "PENDING",
+        id=eid, event_type="ADD", status="SUCCEEDED" if found.done else "PENDING",
         payload={
-            "messages": [{"role": m.role, "content": m.content} for m in found], "user_id": first.subject_id,
-            "agent_id": first.agent_id, "run_id": first.conversation_id, "metadata": first.metadata,
+            "messages": [{"role": m.role, "content": m.content} for m in found.messages],
+            "user_id": first.subject_id, "agent_id": first.agent_id,
+            "run_id": None if first.conversation_id == f"mem0-{eid}" else first.conversation_id,
+            "metadata": shown_metadata(first.metadata),
         },
-        metadata={"namespace": caller.namespace},
-        results=[
-            Mem0EventResult(
-                id=str(item.id), event="ADD", user_id=item.subject, agent_id=item.agent,
-                memory=adapters.mem0_text(item.content, item.statement, item.source),
-                data={"memory": adapters.mem0_text(item.content, item.statement, item.source)},
-            )
-            for item in made
-        ],
-        created_at=created, updated_at=updated, completed_at=updated if done else None,
+        metadata={"namespace": acting.namespace}, results=[shapes.made_of(made) for made in found.made],
+        created_at=created, updated_at=updated, completed_at=updated if found.done else None,
     )  # fmt: skip
 
 
@@ -240,30 +169,19 @@ def event(
     dependencies=[mem0_work("search", "heavy")],
 )  # fmt: skip
 def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Results:
-    """The memories that best match `query` (the one ranking: words and meaning), best first, within the
-    filters: {"results": [memory + score]}."""
+    """The top_k memories that best match `query` (the one ranking: words and meaning) among those the
+    filters keep, best first: {"results": [memory + score]}."""
     db, acting = session
     caller = acting.caller
     wanted = checked_filter(
         body.filters, caller, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id,
         app_id=body.app_id,
     )  # fmt: skip
-    scores: dict[int, float] = {}
-    found: list[MemoryItem] = []
-    for subject, agents in wanted.scopes():
-        for viewer in viewers(caller, agents):
-            for hit in search_memories(
-                db, settings, caller.namespace, body.query, subject, agent_id=viewer, limit=body.top_k * 3,
-                written_by=agents,
-            ):  # fmt: skip
-                scores[hit.id] = max(scores.get(hit.id, 0.0), hit.score)
-                found.append(hit)
-    kept = [(item, run) for item, run in memories(db, caller, found, wanted)]
-    kept.sort(key=lambda pair: -scores[pair[0].id])
-    hits = [shapes.hit_of(item, run, scores[item.id]) for item, run in kept]
-    return Mem0Results(
-        results=[h for h in hits if body.threshold is None or h.score >= body.threshold][: body.top_k]
-    )
+    found = mem0.search(
+        db, settings, acting.namespace, body.query, wanted, viewer=acting.agent, top_k=body.top_k,
+        threshold=body.threshold,
+    )  # fmt: skip
+    return Mem0Results(results=[shapes.hit_of(record) for record in found])
 
 
 @router.post(
@@ -273,26 +191,22 @@ def get_all(
     body: Mem0List,
     session: Session,
     request: Request,
-    page: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
+    page: Annotated[int | None, Query(ge=1, le=100_000)] = None,
     page_size: Annotated[int | None, Query(ge=1, le=1000)] = None,
 ) -> Mem0Page:
-    """The memories within the filters, newest first, a page at a time: {count, next, previous, results}."""
+    """The memories the filters keep, newest first, a page at a time: {count, next, previous, results}."""
     db, acting = session
     caller = acting.caller
     wanted = checked_filter(body.filters, caller)
     number, size = page or body.page or 1, page_size or body.page_size or 100
-    condition, params = adapters.filter_sql(wanted, caller.agent)
     start = (number - 1) * size
-    found, total = item_sets.filtered_page(
-        db, caller.namespace, condition, params, limit=size, offset=start
-    )  # counted and paged in SQL
+    found, total = mem0.page(db, acting.namespace, wanted, viewer=acting.agent, limit=size, offset=start)
     link = str(request.url.remove_query_params(["page", "page_size"]))
-    more = start + size < total
     return Mem0Page(
         count=total,
-        next=f"{link}?page={number + 1}&page_size={size}" if more else None,
+        next=f"{link}?page={number + 1}&page_size={size}" if start + size < total else None,
         previous=f"{link}?page={number - 1}&page_size={size}" if number > 1 else None,
-        results=[shapes.memory_of(item, run) for item, run in memories(db, caller, found)],
+        results=[shapes.memory_of(record) for record in found],
     )
 
 
@@ -301,8 +215,8 @@ def get_all(
 )
 def get(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> Mem0Memory:
     db, acting = session
-    item = api.get_memory(db, acting.namespace, item_id_of(memory_id), agent_id=acting.agent)
-    return shapes.memory_of(*memories(db, acting.caller, [item])[0])
+    found = mem0.get(db, acting.namespace, item_id_of(memory_id), agent=acting.agent)
+    return shapes.memory_of(found)
 
 
 @router.put(
@@ -319,22 +233,37 @@ def update(
     agent_id: AgentParam = None,
 ) -> Mem0Memory:
     """A new text (the memory's name follows it) and/or metadata (merged): a new version, the old one in
-    history. A text only another live memory has is refused (409 naming that memory's URL)."""
+    history. A text only another live memory of the user and agent has is refused (409 naming it)."""
     db, acting = session
     acting.require_writer()
+    change = [(item_id_of(memory_id), body.text, body.metadata)]
+    with _conflict_answered():
+        found = mem0.update(db, settings, acting.namespace, change, agent=acting.agent)
+    return shapes.memory_of(found[0])
+
+
+@router.put("/v1/batch/", response_model=Mem0Done, responses=READ, dependencies=[mem0_work("write", "heavy")])
+def batch_update(body: Mem0BatchUpdate, session: Session, settings: SettingsDep) -> Mem0Done:
+    """The client's batch_update: each memory's new text and/or metadata, all or none."""
+    db, acting = session
+    acting.require_writer()
+    changes = [(item_id_of(m.memory_id), m.text, m.metadata) for m in body.memories]
+    with _conflict_answered():
+        mem0.update(db, settings, acting.namespace, changes, agent=acting.agent)
+    return Mem0Done(message=f"Successfully updated {len(changes)} memories")
+
+
+@contextmanager
+def _conflict_answered() -> Iterator[None]:
+    """A text another live memory of the user and agent has: 409 naming that memory's URL."""
     try:
-        written = api.update_memory(
-            db, acting.namespace, item_id_of(memory_id), agent_id=acting.agent,
-            name=None if body.text is None else adapters.mem0_entry_name(body.text),
-            value=api.UNSET if body.text is None else body.text, metadata=body.metadata, settings=settings,
-        )  # fmt: skip
-    except api.MemoryConflict as taken:
+        yield
+    except mem0.api.MemoryConflict as taken:
         raise ApiError(
             409, f"memory {taken.item_id} already says this for the same user and agent "
             f"(GET /mem0/v1/memories/{taken.item_id}/): update or delete that one instead", "text",
             code="conflict",
         ) from None  # fmt: skip
-    return shapes.memory_of(*memories(db, acting.caller, [written.item])[0])
 
 
 @router.delete(
@@ -344,8 +273,20 @@ def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -
     """Delete one memory (versioned: its history stays)."""
     db, acting = session
     acting.require_writer()
-    api.delete_memory(db, acting.namespace, item_id_of(memory_id), agent_id=acting.agent)
+    mem0.delete(db, acting.namespace, [item_id_of(memory_id)], agent=acting.agent)
     return Mem0Done(message="Memory deleted successfully!")
+
+
+@router.delete(
+    "/v1/batch/", response_model=Mem0Done, responses=READ, dependencies=[mem0_work("delete", "heavy")]
+)
+def batch_delete(body: Mem0BatchDelete, session: Session) -> Mem0Done:
+    """The client's batch_delete: every memory named, all or none (versioned: their history stays)."""
+    db, acting = session
+    acting.require_writer()
+    ids = [item_id_of(m.memory_id) for m in body.memories]
+    mem0.delete(db, acting.namespace, ids, agent=acting.agent)
+    return Mem0Done(message=f"Successfully deleted {len(ids)} memories")
 
 
 @router.get(
@@ -354,10 +295,8 @@ def delete(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -
 )  # fmt: skip
 def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> list[Mem0HistoryEntry]:
     db, acting = session
-    agent, item_id = acting.agent, item_id_of(memory_id)
-    item = api.get_memory(db, acting.namespace, item_id, agent_id=agent)  # a deleted memory: 404, as get
-    versions = api.memory_history(db, acting.namespace, item_id, agent_id=agent, include_deleted=False)
-    return shapes.history_of(item, versions)
+    found, versions = mem0.history(db, acting.namespace, item_id_of(memory_id), agent=acting.agent)
+    return shapes.history_of(found, versions)
 
 
 @router.delete(
@@ -374,40 +313,33 @@ def delete_all(
         Query(max_length=4096, include_in_schema=False),  # mem0ai 2.2.1 sends the identity fields here
     ] = None,
 ) -> Mem0Done:
-    """Delete exactly the memories the identity fields name together (their intersection: top-level fields
-    AND `filters`) that the request may change. At least one identity field is required: deleting a whole
-    namespace is `reset` (DELETE /v2/entities/... for each entity), never a delete_all without a scope."""
+    """Delete exactly the memories the identity fields and filters keep together that the request may
+    change. An entity id is required (400 otherwise, as mem0's server answers): deleting a whole namespace is
+    `reset` (DELETE /v2/entities/... for each entity), never a delete_all without a scope."""
     db, acting = session
     caller = acting.caller
-    caller.require_writer()
+    acting.require_writer()
     wanted = checked_filter(
         query_filters(filters), caller, user_id=user_id, agent_id=agent_id, run_id=run_id, app_id=app_id
     )
     if not wanted.identified():
         raise ApiError(
-            403, "delete_all needs at least one of user_id, agent_id, run_id, app_id (top level or in "
-            "filters); to delete every memory of the namespace use reset()", "filters", code="scope_required",
-        )  # fmt: skip
-    owners: dict[int, str | None] = {}  # item -> the agent that may delete it (None: the namespace's)
-    found: list[MemoryItem] = []
-    for subject, agents in wanted.scopes():
-        for viewer in viewers(caller, agents):
-            for item in item_sets.every_memory(db, caller.namespace, subject, agent_id=viewer):
-                if item.agent in (None, viewer):  # the viewer's own and the namespace's, not others' shared
-                    owners[item.id] = viewer
-                    found.append(item)
-    for item, _ in memories(db, caller, found, wanted):
-        api.delete_memory(db, caller.namespace, item.id, agent_id=owners[item.id])
+            400,
+            SCOPE_REQUIRED + "; to delete every memory of the namespace use reset()",
+            "filters",
+            code="scope_required",
+        )
+    mem0.delete_matching(db, acting.namespace, wanted, viewer=acting.agent)
     return Mem0Done(message="Memories deleted successfully!")
 
 
 @router.get("/v1/entities/", response_model=Mem0Entities, responses=READ, dependencies=[mem0_work("list")])
 def entities(session: Session) -> Mem0Entities:
-    """The users, agents and runs that have memories the request sees."""
+    """The users, agents, runs and apps that have memories the request sees."""
     db, acting = session
     caller = acting.caller
-    found = item_sets.entity_counts(db, caller.namespace, agent_id=caller.agent)
-    return Mem0Entities(results=[shapes.entity_of(e, caller.key_name, caller.namespace) for e in found])
+    found = mem0.entities(db, acting.namespace, viewer=acting.agent)
+    return Mem0Entities(results=[shapes.entity_of(e, caller.key_name, acting.namespace) for e in found])
 
 
 @router.delete(
@@ -419,11 +351,51 @@ def delete_entity(
     name: Annotated[Id, Path()],
     session: Session,
 ) -> Mem0Done:
-    """Delete every memory of a user, agent or run, whichever agent owns it (the client's delete_users and
-    reset): a key that may write the whole namespace."""
+    """Delete every memory of a user, agent, run or app, whichever agent owns it (the client's delete_users
+    and reset): a key that may write the whole namespace."""
     db, acting = session
     caller = acting.caller
     namespace_writer(caller, "deleting an entity")
-    scope = {"user": "subject_id", "agent": "owner", "run": "conversation_id", "app": "app_id"}[entity_type]
-    item_sets.delete_memories(db, caller.namespace, viewer=None, every_agent=True, **{scope: name})
+    wanted = checked_filter({f"{entity_type}_id": name}, caller)
+    mem0.delete_matching(db, acting.namespace, wanted, viewer=None, every_agent=True)
     return Mem0Done(message="Entity deleted successfully.")
+
+
+# mem0 platform features strataflow does not serve
+NOT_SERVED = {
+    "feedback": "feedback on memories (mem0 platform's POST /v1/feedback/)",
+    "summary": "memory summaries (mem0 platform's POST /v1/summary/)",
+    "exports": "memory exports (mem0 platform's /v1/exports/: use `strataflow export --namespace NS`)",
+    "profiles": "memory profiles (mem0 platform's profiles: strataflow's are GET /v1/profiles/{subject})",
+    "webhooks": "webhooks (mem0 platform's /api/v1/webhooks/)",
+    "projects": "organizations and projects (mem0 platform's /api/v1/orgs/; a namespace is a project)",
+}
+NOT_SERVED_ROUTES = (
+    ("/v1/feedback/", ["POST"], "feedback"),
+    ("/v1/summary/", ["POST"], "summary"),
+    ("/v1/exports/", ["POST"], "exports"),
+    ("/v1/exports/get/", ["POST"], "exports"),
+    ("/v2/entities/user/{entity_id}/profile/", ["GET"], "profiles"),
+    ("/v2/profiles/{rest:path}", ["GET", "POST"], "profiles"),
+    ("/api/v1/webhooks/{rest:path}", ["GET", "POST", "PUT", "DELETE"], "webhooks"),
+    ("/api/v1/orgs/{rest:path}", ["GET", "POST", "PUT", "PATCH", "DELETE"], "projects"),
+)
+
+
+def _not_served(feature: str) -> Any:
+    def answer(session: Session) -> Any:
+        """A mem0 platform feature strataflow does not serve: 501 naming it (the key is checked first)."""
+        return error_response(
+            501, f"{NOT_SERVED[feature]} is not served by strataflow's mem0-compatible API",
+            code="not_implemented",
+        )  # fmt: skip
+
+    return answer
+
+
+for _path, _methods, _feature in NOT_SERVED_ROUTES:
+    router.add_api_route(
+        _path, _not_served(_feature), methods=_methods, responses=error_responses(401, 429, 501, 503),
+        dependencies=[mem0_work("read")],
+        summary=f"not served: {_feature}", name=f"not_served_{_feature}_{_path}",
+    )  # fmt: skip
