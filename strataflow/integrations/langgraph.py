@@ -71,6 +71,7 @@ from langgraph.store.base import (
 __all__ = ["AsyncStrataflowStore", "StrataflowStore", "StrataflowStoreError", "generate_store"]
 BATCH_PATH = "/v1/store/batch"
 MAX_OPS = 1000  # operations per request (the server's limit: a longer batch is several requests)
+MAX_SEARCHES = 20  # search operations per request (the server's limit)
 RETRIED = (429, 503)  # sent again after their Retry-After (a 503 only when it names one)
 
 
@@ -116,6 +117,8 @@ class StrataflowStore(BaseStore):
         self._client: httpx.Client | None = None
         self._async_client: httpx.AsyncClient | None = None
         self._lock = threading.Lock()
+        self.requests = 0  # requests sent, and how many of them were sent again after a Retry-After
+        self.retries = 0
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         return self._send(list(ops))
@@ -167,6 +170,14 @@ class StrataflowStore(BaseStore):
             await self._async_client.aclose()
             self._async_client = None
 
+    def _check_thread(self) -> None:
+        """A sync call is fine anywhere (the async store refuses one on its event loop's thread)."""
+
+    def _count(self, retried: bool = False) -> None:
+        with self._lock:
+            self.requests += 1
+            self.retries += retried
+
     def _search_op(
         self,
         prefix: tuple[str, ...],
@@ -181,20 +192,22 @@ class StrataflowStore(BaseStore):
         return SearchOp(tuple(prefix), filter, limit, offset, query, refresh_ttl)
 
     def _send(self, ops: list[Op], thresholds: Mapping[int, float | None] | None = None) -> list[Result]:
+        self._check_thread()
         with self._lock:
             if self._client is None:
                 self._client = httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
             client = self._client
         results: list[Result] = []
-        for start in range(0, len(ops), MAX_OPS):
-            part = ops[start : start + MAX_OPS]
+        for start, part in _parts(ops):
             body = self._body(part, start, thresholds or {})
             deadline = time.monotonic() + self.retry_for
             while (answer := client.post(BATCH_PATH, json=body)).status_code in RETRIED:
                 wait = _retry_after(answer, deadline)
                 if wait is None:
                     break
+                self._count(retried=True)
                 time.sleep(wait)
+            self._count()
             results.extend(self._results(part, answer))
         return results
 
@@ -207,15 +220,16 @@ class StrataflowStore(BaseStore):
             )
         client = self._async_client
         results: list[Result] = []
-        for start in range(0, len(ops), MAX_OPS):
-            part = ops[start : start + MAX_OPS]
+        for start, part in _parts(ops):
             body = self._body(part, start, thresholds or {})
             deadline = time.monotonic() + self.retry_for
             while (answer := await client.post(BATCH_PATH, json=body)).status_code in RETRIED:
                 wait = _retry_after(answer, deadline)
                 if wait is None:
                     break
+                self._count(retried=True)
                 await asyncio.sleep(wait)
+            self._count()
             results.extend(self._results(part, answer))
         return results
 
@@ -243,8 +257,89 @@ class StrataflowStore(BaseStore):
 
 
 class AsyncStrataflowStore(StrataflowStore):
-    """The same store for async code (abatch, aget, asearch, aput, ... over httpx.AsyncClient); close it
-    with `await store.aclose()` or use `generate_store()`. The sync methods work too."""
+    """The same store for async code (abatch, aget, asearch, aput, ... over httpx.AsyncClient); close it with
+    `await store.aclose()` or use `generate_store()`. As LangGraph's async stores, it gathers the operations
+    its callers send while the event loop is busy into one batch (one request per MAX_OPS operations and
+    MAX_SEARCHES searches), and refuses a sync call on the event loop's own thread (asyncio.InvalidStateError:
+    it would block the loop); from another thread the sync methods work."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._waiting: list[tuple[asyncio.Future[list[Result]], list[Op], Mapping[int, float | None]]] = []
+
+    def _check_thread(self) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        raise asyncio.InvalidStateError(
+            f"a synchronous call to {type(self).__name__} on the event loop's thread would block the loop: "
+            "use the async methods (await store.aput(...), store.aget(...), ...) there"
+        )
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._gathered(list(ops), {})
+
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+        threshold: float | None = None,
+    ) -> list[SearchItem]:
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
+        return cast(list[SearchItem], (await self._gathered([op], {0: threshold}))[0])
+
+    async def _gathered(self, ops: list[Op], thresholds: Mapping[int, float | None]) -> list[Result]:
+        """The results of these ops, sent with those of every caller waiting in the same turn of the loop."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[list[Result]] = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(lambda: loop.create_task(self._flush()))
+        self._waiting.append((answer, ops, thresholds))
+        return await answer
+
+    async def _flush(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        ops = [op for _, part, _ in waiting for op in part]
+        thresholds, start = {}, 0
+        for _, part, asked in waiting:
+            thresholds.update({start + i: value for i, value in asked.items()})
+            start += len(part)
+        try:
+            results = await self._asend(ops, thresholds)
+        except StrataflowStoreError:
+            if len(waiting) == 1:
+                raise
+            for answer, part, asked in waiting:  # one caller's refused operation fails only that caller
+                try:
+                    _settle(answer, await self._asend(part, asked))
+                except Exception as exc:  # noqa: BLE001 (handed to the caller that awaits it)
+                    _settle(answer, exc)
+            return
+        except Exception as exc:  # noqa: BLE001 (handed to every caller that awaits it)
+            for answer, _, _ in waiting:
+                _settle(answer, exc)
+            return
+        start = 0
+        for answer, part, _ in waiting:
+            _settle(answer, results[start : start + len(part)])
+            start += len(part)
+
+
+def _settle(answer: asyncio.Future[list[Result]], outcome: list[Result] | BaseException) -> None:
+    """Hand a caller its results or its error (unless it stopped waiting)."""
+    if answer.done():
+        return
+    if isinstance(outcome, BaseException):
+        answer.set_exception(outcome)
+    else:
+        answer.set_result(outcome)
 
 
 @asynccontextmanager
@@ -257,6 +352,21 @@ async def generate_store(
         yield store
     finally:
         await store.aclose()
+
+
+def _parts(ops: list[Op]) -> list[tuple[int, list[Op]]]:
+    """The ops as requests the server takes: (index of the first, ops) with at most MAX_OPS operations and
+    MAX_SEARCHES searches each."""
+    parts: list[tuple[int, list[Op]]] = []
+    start, searches = 0, 0
+    for at, op in enumerate(ops):
+        searches += isinstance(op, SearchOp)
+        if at - start == MAX_OPS or searches > MAX_SEARCHES:
+            parts.append((start, ops[start:at]))
+            start, searches = at, int(isinstance(op, SearchOp))
+    if ops:
+        parts.append((start, ops[start:]))
+    return parts
 
 
 def _retry_after(answer: httpx.Response, deadline: float) -> float | None:
