@@ -44,21 +44,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any, cast
 
 import httpx
 from langgraph.store.base import (
     BaseStore,
-    GetOp,
     IndexConfig,
-    Item,
-    ListNamespacesOp,
     Op,
     PutOp,
     Result,
@@ -68,10 +63,10 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from strataflow.integrations.store_wire import body_of, parts, result_of, retry_after
+
 __all__ = ["AsyncStrataflowStore", "StrataflowStore", "StrataflowStoreError", "generate_store"]
 BATCH_PATH = "/v1/store/batch"
-MAX_OPS = 1000  # operations per request (the server's limit: a longer batch is several requests)
-MAX_SEARCHES = 20  # search operations per request (the server's limit)
 RETRIED = (429, 503)  # sent again after their Retry-After (a 503 only when it names one)
 
 
@@ -198,11 +193,11 @@ class StrataflowStore(BaseStore):
                 self._client = httpx.Client(base_url=self.url, headers=self.headers, timeout=self.timeout)
             client = self._client
         results: list[Result] = []
-        for start, part in _parts(ops):
+        for start, part in parts(ops):
             body = self._body(part, start, thresholds or {})
             deadline = time.monotonic() + self.retry_for
             while (answer := client.post(BATCH_PATH, json=body)).status_code in RETRIED:
-                wait = _retry_after(answer, deadline)
+                wait = retry_after(answer, deadline)
                 if wait is None:
                     break
                 self._count(retried=True)
@@ -220,11 +215,11 @@ class StrataflowStore(BaseStore):
             )
         client = self._async_client
         results: list[Result] = []
-        for start, part in _parts(ops):
+        for start, part in parts(ops):
             body = self._body(part, start, thresholds or {})
             deadline = time.monotonic() + self.retry_for
             while (answer := await client.post(BATCH_PATH, json=body)).status_code in RETRIED:
-                wait = _retry_after(answer, deadline)
+                wait = retry_after(answer, deadline)
                 if wait is None:
                     break
                 self._count(retried=True)
@@ -243,7 +238,7 @@ class StrataflowStore(BaseStore):
             if isinstance(op, PutOp) and op.index is None and self.index_fields is not None:
                 op = op._replace(index=self.index_fields)
             asked = thresholds.get(at)
-            sent.append(_op(op, self.threshold if asked is None else asked))
+            sent.append(body_of(op, self.threshold if asked is None else asked))
         return {"ops": sent, "subject_at": self.subject_at, "agent": self.agent}
 
     def _results(self, ops: list[Op], answer: httpx.Response) -> list[Result]:
@@ -253,7 +248,7 @@ class StrataflowStore(BaseStore):
             except (ValueError, KeyError, TypeError):
                 message = answer.text[:500]
             raise StrataflowStoreError(answer.status_code, message)
-        return [_result(op, found) for op, found in zip(ops, answer.json()["results"], strict=True)]
+        return [result_of(op, found) for op, found in zip(ops, answer.json()["results"], strict=True)]
 
 
 class AsyncStrataflowStore(StrataflowStore):
@@ -352,86 +347,3 @@ async def generate_store(
         yield store
     finally:
         await store.aclose()
-
-
-def _parts(ops: list[Op]) -> list[tuple[int, list[Op]]]:
-    """The ops as requests the server takes: (index of the first, ops) with at most MAX_OPS operations and
-    MAX_SEARCHES searches each."""
-    parts: list[tuple[int, list[Op]]] = []
-    start, searches = 0, 0
-    for at, op in enumerate(ops):
-        searches += isinstance(op, SearchOp)
-        if at - start == MAX_OPS or searches > MAX_SEARCHES:
-            parts.append((start, ops[start:at]))
-            start, searches = at, int(isinstance(op, SearchOp))
-    if ops:
-        parts.append((start, ops[start:]))
-    return parts
-
-
-def _retry_after(answer: httpx.Response, deadline: float) -> float | None:
-    """Seconds to wait before sending a refused request again (its Retry-After, a little more at random so
-    the threads waiting do not all come back at once), or None: do not send it again."""
-    said = answer.headers.get("Retry-After")
-    if said is None and answer.status_code == 429:
-        said = "1"
-    try:
-        wait = max(0.05, float(said or ""))
-    except ValueError:
-        return None
-    wait *= 1 + random.random() / 4
-    return wait if time.monotonic() + wait < deadline else None
-
-
-def _op(op: Op, threshold: float | None = None) -> dict[str, Any]:
-    if isinstance(op, GetOp):
-        return {"op": "get", "namespace": list(op.namespace), "key": op.key, "refresh_ttl": op.refresh_ttl}
-    if isinstance(op, PutOp):
-        index = op.index if op.index is False or op.index is None else list(op.index)
-        return {
-            "op": "put", "namespace": list(op.namespace), "key": op.key, "value": op.value, "index": index,
-            "ttl": op.ttl,
-        }  # fmt: skip
-    if isinstance(op, SearchOp):
-        return {
-            "op": "search", "namespace": list(op.namespace_prefix), "query": op.query, "filter": op.filter,
-            "limit": op.limit, "offset": op.offset, "refresh_ttl": op.refresh_ttl, "threshold": threshold,
-        }  # fmt: skip
-    if isinstance(op, ListNamespacesOp):
-        conditions = [{"match_type": c.match_type, "path": list(c.path)} for c in op.match_conditions or ()]
-        return {
-            "op": "list_namespaces", "match_conditions": conditions, "max_depth": op.max_depth,
-            "limit": op.limit, "offset": op.offset,
-        }  # fmt: skip
-    raise TypeError(f"unknown store operation {type(op).__name__}")
-
-
-def _item(found: dict[str, Any]) -> Item:
-    return Item(
-        value=found["value"], key=found["key"], namespace=tuple(found["namespace"]),
-        created_at=_time(found["created_at"]), updated_at=_time(found["updated_at"]),
-    )  # fmt: skip
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-def _result(op: Op, found: Any) -> Result:
-    if isinstance(op, GetOp):
-        return None if found is None else _item(found)
-    if isinstance(op, SearchOp):
-        return [
-            SearchItem(
-                namespace=tuple(hit["namespace"]),
-                key=hit["key"],
-                value=hit["value"],
-                created_at=_time(hit["created_at"]),
-                updated_at=_time(hit["updated_at"]),
-                score=hit.get("score"),
-            )  # fmt: skip
-            for hit in found
-        ]
-    if isinstance(op, ListNamespacesOp):
-        return [tuple(namespace) for namespace in found]
-    return None
