@@ -31,7 +31,10 @@ of strataflow searches, so an item the store writes is found by the context buil
 well): `embed` and `dims` are kept on `index_config` and not called. `threshold` (a store default, or per
 `search(..., threshold=0.4)`) keeps only results scoring at least that (0..1). A request the server refuses
 for the moment (HTTP 429 with Retry-After, or 503 with one) is sent again after the time it says, for up to
-`retry_for` seconds, so threads sharing one store queue instead of failing.
+`retry_for` seconds; so is, twice, a batch that ran past the server's time limit (422 too_much_work) while
+other batches of its key held the key's turn. A store sends `concurrency` requests at once (default 1, as the
+server runs one batch of a key at a time): threads and coroutines sharing one store queue in it, as they
+queue for PostgresStore's connection, instead of failing.
 
 `generate_store()` is an async context manager yielding an AsyncStrataflowStore configured from
 STRATAFLOW_API_URL and STRATAFLOW_API_KEY: the custom-store hook of a LangGraph deployment
@@ -67,7 +70,6 @@ from strataflow.integrations.store_wire import body_of, parts, result_of, retry_
 
 __all__ = ["AsyncStrataflowStore", "StrataflowStore", "StrataflowStoreError", "generate_store"]
 BATCH_PATH = "/v1/store/batch"
-RETRIED = (429, 503)  # sent again after their Retry-After (a 503 only when it names one)
 
 
 class StrataflowStoreError(RuntimeError):
@@ -96,6 +98,7 @@ class StrataflowStore(BaseStore):
         index: IndexConfig | None = None,
         threshold: float | None = None,
         retry_for: float = 300.0,
+        concurrency: int = 1,
     ) -> None:
         self.url = (url or os.environ.get("STRATAFLOW_API_URL") or "http://127.0.0.1:8700").rstrip("/")
         key = api_key or os.environ.get("STRATAFLOW_API_KEY")
@@ -112,6 +115,10 @@ class StrataflowStore(BaseStore):
         self._client: httpx.Client | None = None
         self._async_client: httpx.AsyncClient | None = None
         self._lock = threading.Lock()
+        # requests this store sends at once: the server runs one batch of a key at a time
+        # (STRATAFLOW_API_HEAVY_PER_KEY), so the others wait here rather than spend their time limit there
+        self._sending = threading.BoundedSemaphore(concurrency)
+        self._asending = asyncio.Semaphore(concurrency)
         self.requests = 0  # requests sent, and how many of them were sent again after a Retry-After
         self.retries = 0
 
@@ -195,13 +202,14 @@ class StrataflowStore(BaseStore):
         results: list[Result] = []
         for start, part in parts(ops):
             body = self._body(part, start, thresholds or {})
-            deadline = time.monotonic() + self.retry_for
-            while (answer := client.post(BATCH_PATH, json=body)).status_code in RETRIED:
-                wait = retry_after(answer, deadline)
-                if wait is None:
-                    break
-                self._count(retried=True)
-                time.sleep(wait)
+            deadline, tries = time.monotonic() + self.retry_for, 0
+            with self._sending:
+                answer = client.post(BATCH_PATH, json=body)
+                while (wait := retry_after(answer, deadline, tries)) is not None:
+                    self._count(retried=True)
+                    time.sleep(wait)
+                    tries += 1
+                    answer = client.post(BATCH_PATH, json=body)
             self._count()
             results.extend(self._results(part, answer))
         return results
@@ -217,13 +225,14 @@ class StrataflowStore(BaseStore):
         results: list[Result] = []
         for start, part in parts(ops):
             body = self._body(part, start, thresholds or {})
-            deadline = time.monotonic() + self.retry_for
-            while (answer := await client.post(BATCH_PATH, json=body)).status_code in RETRIED:
-                wait = retry_after(answer, deadline)
-                if wait is None:
-                    break
-                self._count(retried=True)
-                await asyncio.sleep(wait)
+            deadline, tries = time.monotonic() + self.retry_for, 0
+            async with self._asending:
+                answer = await client.post(BATCH_PATH, json=body)
+                while (wait := retry_after(answer, deadline, tries)) is not None:
+                    self._count(retried=True)
+                    await asyncio.sleep(wait)
+                    tries += 1
+                    answer = await client.post(BATCH_PATH, json=body)
             self._count()
             results.extend(self._results(part, answer))
         return results

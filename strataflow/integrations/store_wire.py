@@ -15,6 +15,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, Op, PutOp, Resul
 
 MAX_OPS = 1000  # operations per request (the server's limit: a longer batch is several requests)
 MAX_SEARCHES = 20  # search operations per request (the server's limit)
+OVERRUNS = 2  # times a batch that ran past the server's time limit is sent again
 
 
 def parts(ops: list[Op]) -> list[tuple[int, list[Op]]]:
@@ -32,18 +33,31 @@ def parts(ops: list[Op]) -> list[tuple[int, list[Op]]]:
     return parts
 
 
-def retry_after(answer: httpx.Response, deadline: float) -> float | None:
-    """Seconds to wait before sending a refused request again (its Retry-After, a little more at random so
-    the threads waiting do not all come back at once), or None: do not send it again."""
+def retry_after(answer: httpx.Response, deadline: float, tries: int) -> float | None:
+    """Seconds to wait before sending a refused request again, or None: do not. A 429 (or a 503 naming a
+    Retry-After) says when; a 422 `too_much_work` is sent again OVERRUNS times after a second, since a batch
+    of a key whose other batches hold its turns spends its time limit waiting (the server rolled it back).
+    The wait is a little longer at random, so the threads waiting do not all come back at once."""
     said = answer.headers.get("Retry-After")
-    if said is None and answer.status_code == 429:
+    if answer.status_code == 429 and said is None:
         said = "1"
+    elif answer.status_code == 422 and tries < OVERRUNS and _code(answer) == "too_much_work":
+        said = "1"
+    elif answer.status_code not in (429, 503):
+        return None
     try:
         wait = max(0.05, float(said or ""))
     except ValueError:
         return None
     wait *= 1 + random.random() / 4
     return wait if time.monotonic() + wait < deadline else None
+
+
+def _code(answer: httpx.Response) -> str | None:
+    try:
+        return str(answer.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def body_of(op: Op, threshold: float | None = None) -> dict[str, Any]:

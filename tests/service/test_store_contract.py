@@ -168,7 +168,7 @@ def test_filters_and_pages_are_answered_by_sql(api_url: str, tenant: Tenant) -> 
 
 
 def test_threads_sharing_one_store_wait_out_the_rate_limit(busy_url: str, tenant: Tenant) -> None:
-    store = StrataflowStore(url=busy_url, api_key=tenant.key)
+    store = StrataflowStore(url=busy_url, api_key=tenant.key, concurrency=10)  # all at once: 429s
     errors: list[BaseException] = []
 
     def worker(t: int) -> None:
