@@ -15,8 +15,10 @@ subprocess, and measures with an HTTP client:
 - `write_*_ms`: POST /v1/messages with one new message, one client (validation, enrichment, key + message
   insert, commit; no embedding);
 - `rps_1`, `rps_c`: context requests per second with one client and with C concurrent clients, `p95_c_ms`
-  their p95 under C clients, and `cores_used` = CPU seconds of the server processes / wall seconds during the
-  concurrent phase (above 1: more than one core works);
+  their p95 under C clients; `cores_1` and `cores_c`: the cores each phase kept busy (CPU seconds / wall
+  seconds of the API's processes, the database server's and the clients in this process) and the CPU ms of
+  one request, all three (what a core more or less would change: cores x 1000 / cpu_ms_per_request bounds
+  the rps); `cores_used` is the API's share under C clients (above 1: more than one core works);
 - `errors`: responses other than 200 in every phase.
 
 Prints one JSON line last. Targets: ratio <= 1.5, context p95 and mem0_search p95 <= 40 ms (at 1M rows),
@@ -38,13 +40,14 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from bench.context import NAMESPACE, QUESTIONS, TEMPLATES, fill, load, log, percentile
-from bench.cpu import tree_cpu_s
+from bench.cpu import postmaster_pid, tree_cpu_s
 
 ROLE = "bench_api_agent"
 
@@ -71,8 +74,8 @@ def free_port() -> int:
 
 def start_server(port: int, workers: int = 1, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """`strataflow api` in a subprocess with its rate limit off (measure the server, not the limiter) and the
-    given extra settings, once /readyz answers. Its stderr goes to a file: a pipe nobody reads would stall a
-    server that logs much (a killed database)."""
+    given extra settings, once /readyz answers and every worker has started. Its stderr goes to a file: a
+    pipe nobody reads would stall a server that logs much (a killed database)."""
     settings = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0", **(env or {})}
     command = [sys.executable, "-m", "strataflow.cli", "api", "--port", str(port), "--workers", str(workers)]
     stderr = tempfile.TemporaryFile()
@@ -82,11 +85,14 @@ def start_server(port: int, workers: int = 1, env: dict[str, str] | None = None)
         if server.poll() is not None:
             stderr.seek(0)
             raise RuntimeError(f"the server exited: {stderr.read().decode(errors='replace')[-2000:]}")
+        logged = os.pread(stderr.fileno(), os.fstat(stderr.fileno()).st_size, 0)  # the server's offset stays
+        started = logged.count(b"Application startup complete")  # uvicorn logs it once per worker
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200:
-                return server
+            ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
         except httpx.HTTPError:
-            pass
+            ready = False
+        if ready and started >= workers:  # every worker serving, not only the first one
+            return server
         time.sleep(0.5)
     server.kill()
     raise RuntimeError("the server was not ready within 600 s")
@@ -198,6 +204,36 @@ def throughput(
     return len(timings) / (time.monotonic() - started), timings
 
 
+def metered(
+    server: subprocess.Popen[bytes], postmaster: int | None, phase: Callable[[], tuple[float, list[float]]]
+) -> tuple[float, list[float], dict[str, float | None]]:
+    """A throughput phase with the cores it kept busy: the API's processes, the database server's and this
+    process's (the clients), each CPU seconds over the phase's wall seconds, and the CPU ms of one request
+    (all three), which bounds the rps any number of cores could give (cores x 1000 / cpu_ms_per_request)."""
+    api_before, db_before, client_before = tree_cpu_s(server.pid), _db_cpu(postmaster), time.process_time()
+    started = time.monotonic()
+    rps, timings = phase()
+    wall = time.monotonic() - started
+    api, client = tree_cpu_s(server.pid) - api_before, time.process_time() - client_before
+    db_after = _db_cpu(postmaster)
+    db = None if db_before is None or db_after is None else db_after - db_before
+    total = api + client + (db or 0.0)
+    return (
+        rps,
+        timings,
+        {
+            "api": round(api / wall, 2),
+            "db": None if db is None else round(db / wall, 2),
+            "clients": round(client / wall, 2),
+            "cpu_ms_per_request": round(total * 1000 / max(len(timings), 1), 2),
+        },
+    )
+
+
+def _db_cpu(postmaster: int | None) -> float | None:
+    return None if postmaster is None else tree_cpu_s(postmaster)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="L1 messages to load (default 1,000,000)")
@@ -238,10 +274,13 @@ def main(argv: list[str] | None = None) -> int:
             http_ms, inprocess_ms = time_context(settings, client, queries, 20, counter)
             write_ms = time_writes(client, scopes, rng, args.calls, 10, counter)
         mem0_ms = time_mem0_search(url, key, queries, 20, counter)
-        rps_1, _ = throughput(url, key, queries, 1, args.seconds, counter)
-        cpu_before, wall_before = tree_cpu_s(server.pid), time.monotonic()
-        rps_c, timings_c = throughput(url, key, queries, args.clients, args.seconds, counter)
-        cores_used = (tree_cpu_s(server.pid) - cpu_before) / (time.monotonic() - wall_before)
+        postmaster = postmaster_pid(engine_for(settings))
+        rps_1, _, use_1 = metered(
+            server, postmaster, lambda: throughput(url, key, queries, 1, args.seconds, counter)
+        )
+        rps_c, timings_c, use_c = metered(
+            server, postmaster, lambda: throughput(url, key, queries, args.clients, args.seconds, counter)
+        )
     finally:
         stop_server(server)
     context_p95 = percentile(http_ms, 95)
@@ -264,7 +303,9 @@ def main(argv: list[str] | None = None) -> int:
                 "rps_1": round(rps_1, 1),
                 "rps_c": round(rps_c, 1),
                 "p95_c_ms": percentile(timings_c, 95),
-                "cores_used": round(cores_used, 2),
+                "cores_used": use_c["api"],
+                "cores_1": use_1,
+                "cores_c": use_c,
                 "errors": counter.errors,
                 **loaded,
             }

@@ -1,4 +1,10 @@
-"""Run the API with uvicorn: one process, or `workers` processes sharing one listening socket.
+"""Run the API with uvicorn: one process, or `workers` processes, each listening on the same port.
+
+Workers: on a shared listening socket (uvicorn's way) the kernel wakes the worker that last waited, whose
+event loop then accepts every connection waiting: 8 keep-alive clients connecting at once all went to one of
+two workers in 2 of 3 tries, which left a core idle. Where the platform has SO_REUSEPORT (Linux), each
+worker listens on a socket of its own bound to the same address (WorkerSocket: the parent binds one to hold
+the port and never listens on it) and the kernel spreads new connections over the workers by address hash.
 
 uvicorn binds the shared socket of a multi-process server as `socket.socket(AF_INET)`, whose protocol
 number is 0; asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets that say IPPROTO_TCP, so
@@ -32,6 +38,7 @@ the server as a whole.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import struct
@@ -251,8 +258,42 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+class WorkerSocket(socket.socket):
+    """The parent's socket of a multi-process server, bound with SO_REUSEPORT. A worker process that receives
+    it (pickled to the spawned worker) gets a new socket bound to the same address instead of a copy of this
+    one, so each worker has its own accept queue (module docstring)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        host, port = self.getsockname()[:2]
+        return (bound_socket, (self.family, host, port))
+
+
+def bound_socket(
+    family: int, host: str, port: int, cls: type[socket.socket] = socket.socket
+) -> socket.socket:
+    """A TCP socket bound to (host, port) with SO_REUSEADDR and SO_REUSEPORT (not listening yet)."""
+    sock = cls(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    return sock
+
+
 class _TcpConfig(uvicorn.Config):
     def bind_socket(self) -> socket.socket:
+        if self.workers > 1 and self.uds is None and self.fd is None and hasattr(socket, "SO_REUSEPORT"):
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            try:
+                sock = bound_socket(family, self.host, self.port, WorkerSocket)
+            except OSError as exc:
+                logging.getLogger("uvicorn.error").error(exc)
+                sys.exit(3)
+            logging.getLogger("uvicorn.error").info(
+                "Uvicorn running on http://%s:%d (%d workers, a socket each)",
+                self.host, sock.getsockname()[1], self.workers,
+            )  # fmt: skip
+            sock.set_inheritable(True)
+            return sock
         sock = super().bind_socket()
         if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
             return sock
