@@ -145,8 +145,13 @@ def peer_settings() -> tuple[Any, str]:
     if settings.database_url is not None:
         url = settings.database_url.get_secret_value()
     else:
-        port = settings.db_port or free_port()
+        port = embedded.listening_port(settings.home) if embedded.is_running(settings.home) else None
+        if port is None:  # a server without TCP is not restarted for a port: stop it (the bench's own home)
+            embedded.stop(settings.home)
+            port = settings.db_port or free_port()
         url = embedded.tcp_uri(embedded.ensure_running(settings.home, port), port)
+        if embedded.listening_port(settings.home) != port:
+            raise RuntimeError(f"the embedded server under {settings.home} is not on 127.0.0.1:{port}")
     update = {"embedding_model": MODEL, "embed_cjk_model": "", "database_url": SecretStr(url)}
     return settings.model_copy(update=update), url
 
