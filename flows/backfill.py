@@ -24,13 +24,14 @@ from models.params import BackfillParams, DayPlan, Recompute, RunSummary, Stage
 from strataflow.config import Settings, load_settings
 from strataflow.ops.flow_runner import configured_task_runner
 from strataflow.pipeline.recompute import recompute_window
-from tasks.bookkeeping import begin_run, finish_run, mark_run_failed, plan_backfill
+from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
 from tasks.expire import expire_l1_task
 from tasks.extract import extract_new_task
 from tasks.hot_memory import refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
+from tasks.plans import plan_backfill
 from tasks.recompute import plan_backfill_work_task
 from tasks.reflect import reflect_pending_task
 from tasks.rollup import rollup_weeks_task

@@ -23,7 +23,8 @@ from strataflow.pipeline.plans import log_paths
 from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.concurrency import fan_out, llm_slot
 from tasks.embed import embed_pending_task
-from tasks.extract import extract_batches, extract_new_task
+from tasks.extract import extract_new_task
+from tasks.extract_batch import extract_batches
 from tasks.hot_memory import refresh_hot_memory_task
 from tasks.ingest import ingest_logs_task
 
@@ -39,7 +40,7 @@ def fresh_stages(
 ) -> dict[str, list[Any]]:
     """Ingest paths, embed, extract L2 from new messages, refresh hot memory, embed the new items: the stages
     the incremental and the nightly share (the nightly adds expiry). llm_batch: the extraction's requests
-    go through the provider's batch API first (tasks/extract.py extract_batches), then its answers are
+    go through the provider's batch API first (tasks/extract_batch.py extract_batches), then its answers are
     applied."""
     ingested = ingest_logs_task(settings, paths, namespace=namespace, run_id=run_id)
     embedded = embed_pending_task(settings, namespace=namespace)

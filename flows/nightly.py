@@ -14,8 +14,9 @@ from models.params import NightlyParams, RunSummary
 from strataflow.config import load_settings
 from strataflow.ops.flow_runner import configured_task_runner
 from strataflow.pipeline.plans import log_paths
-from tasks.bookkeeping import begin_run, finish_run, logical_date, mark_run_failed
+from tasks.bookkeeping import begin_run, finish_run, mark_run_failed
 from tasks.expire import expire_l1_task
+from tasks.plans import logical_date
 
 trace_flow_runs()  # before Prefect opens a run's span: one trace per flow run (flows/tracing.py)
 

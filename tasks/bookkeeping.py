@@ -1,10 +1,10 @@
-"""Run bookkeeping tasks: open a pipeline run, plan a backfill, close the run and publish its artifacts, and
-the flows' failure hook (the logic is strataflow/pipeline/runs.py, run_summary.py and plans.py)."""
+"""Run bookkeeping tasks: open a pipeline run, close it and publish its artifacts, and the flows' failure
+hook (the logic is strataflow/pipeline/runs.py and run_summary.py; planning is tasks/plans.py)."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 from prefect import task
@@ -12,22 +12,14 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from models.params import BackfillPlan, DayPlan, RunSummary
+from models.params import BackfillPlan, RunSummary
 from strataflow import telemetry
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for
 from strataflow.ops import alerts, run_metrics
-from strataflow.pipeline import plans, runs
+from strataflow.pipeline import runs
 from strataflow.pipeline.run_summary import close_run, counts_table, summary_markdown
 from tasks.concurrency import ensure_llm_limit
-
-
-def logical_date(settings: Settings, run_date: date | None) -> date:
-    """The day a run stands for: run_date, else the day before the run's scheduled start (in the zone)."""
-    if run_date is not None:
-        return run_date
-    started: datetime = flow_run.scheduled_start_time  # outside a flow run: now
-    return plans.day_before(settings, started)
 
 
 def mark_run_failed(flow: Any, flow_run: Any, state: Any) -> None:
@@ -53,14 +45,6 @@ def begin_run(
     if flow_run.id:
         alerts.tag_flow_run(flow_run.id, run_id)  # an alert on this flow run names the strataflow run
     return run_id
-
-
-@task(name="plan-backfill", cache_policy=NO_CACHE)
-def plan_backfill(
-    settings: Settings, paths: list[str], start: date, end: date
-) -> tuple[list[DayPlan], list[date]]:
-    """The days (with their files) and the complete ISO weeks a backfill will process, in event-time order."""
-    return plans.plan_backfill(settings, paths, start, end)
 
 
 @task(name="finish-run", retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)

@@ -209,7 +209,10 @@ def reap(settings: Settings, url: str) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from strataflow.db.engine import engine_for
+    from strataflow.pipeline import prefect_runs
     from strataflow.pipeline.runs import reap_crashed
+
+    prefect_runs.install()  # a crashed run is set Crashed in Prefect too
 
     try:
         with temporary_settings({PREFECT_API_URL: url}):

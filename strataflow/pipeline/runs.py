@@ -11,8 +11,14 @@ a stand-alone ingest (record_run). The final state follows one policy (run_statu
 - crashed: the process died before it could close the run. Each run records its host, process id and the
   process's start time; the next run of the same flow on that host marks a 'running' run whose process is
   gone as crashed (start_run), and so does `strataflow serve`'s reaper for every flow (reap_crashed), so no
-  run stays 'running' forever. A crashed flow run is marked Crashed in Prefect too (crash_in_prefect), where
-  a process killed with SIGKILL could not report it: its flow run would otherwise show Running for good.
+  run stays 'running' forever. In a process that runs flows, a crashed flow run is marked Crashed in Prefect
+  too (strataflow.pipeline.prefect_runs, connected by use_prefect), where a process killed with SIGKILL could
+  not report it: its flow run would otherwise show Running for good.
+
+This module never imports Prefect (the service records runs through it: pyproject.toml's import contracts).
+What a flow run adds, the run's own log in Prefect's UI and the crashed state mirrored there, comes from
+strataflow.pipeline.prefect_runs, which the Prefect side (tasks/, `strataflow serve`) connects with
+`use_prefect`; elsewhere the stages log to their module's logger.
 
 Errors that name a scope name it by `scope_ref` (namespace and a short sha256 of namespace + subject id,
 the hash `strataflow forget` reports), never by the subject id: pipeline_runs must not keep a trace of a
@@ -29,7 +35,6 @@ import logging
 import os
 import re
 import socket
-import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -44,6 +49,12 @@ from strataflow.hashes import subject_hash
 from strataflow.llm.gateway import LLMError
 
 R = TypeVar("R")
+AnyLogger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+RunLogger = Callable[[], AnyLogger | None]  # the current flow or task run's logger, None outside a run
+CrashMirror = Callable[[list[uuid.UUID]], int]  # marks these orchestrator flow runs crashed; how many
+
+_run_logger: RunLogger | None = None
+_crash_mirror: CrashMirror | None = None
 
 CRASHED = "crashed"
 COMPLETED = "completed"
@@ -116,19 +127,18 @@ def scope_ref(namespace: str, subject_id: str) -> str:
     return f"{namespace}/sha256:{subject_hash(namespace, subject_id)[:12]}"
 
 
-def stage_logger(name: str) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
-    """Prefect's run logger inside a flow or task run (its lines show in the run's log in the UI), else the
-    module's logger. Prefect is only asked when something in this process already loaded it: importing it
-    here would set up its logging in processes that never run a flow (the API server)."""
-    if "prefect" not in sys.modules:
-        return logging.getLogger(name)
-    from prefect.exceptions import MissingContextError
-    from prefect.logging import get_run_logger
+def use_prefect(run_logger: RunLogger, crash_mirror: CrashMirror) -> None:
+    """Connect what a process that runs flows adds (strataflow.pipeline.prefect_runs.install calls this):
+    the run's logger for stage_logger, and the orchestrator's crashed state for mark_crashed."""
+    global _run_logger, _crash_mirror
+    _run_logger, _crash_mirror = run_logger, crash_mirror
 
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return logging.getLogger(name)
+
+def stage_logger(name: str) -> AnyLogger:
+    """The flow or task run's logger inside a run (its lines show in the run's log in Prefect's UI, where
+    use_prefect connected it), else the module's logger."""
+    found = _run_logger() if _run_logger is not None else None
+    return found if found is not None else logging.getLogger(name)
 
 
 def raise_if_all_failed(result: LLMStageResult, stage: str) -> None:
@@ -206,7 +216,7 @@ def process_alive(pid: int, started: datetime | None) -> bool:
 
 def mark_crashed(engine: Engine, flow: str | None) -> list[uuid.UUID]:
     """Mark the 'running' runs of this flow (None: of every flow) on this host whose process is gone as
-    crashed, in pipeline_runs and in Prefect (crash_in_prefect); their ids."""
+    crashed, in pipeline_runs and, where use_prefect connected it, in Prefect; their ids."""
     host, _, _ = this_process()
     with engine.begin() as conn:
         rows = conn.execute(SELECT_RUNNING, {"flow": flow, "host": host}).all()
@@ -215,7 +225,8 @@ def mark_crashed(engine: Engine, flow: str | None) -> list[uuid.UUID]:
             conn.execute(MARK_CRASHED, {"run_ids": [row.run_id for row in dead]})
             for row in dead:  # what a crashed run over every namespace did, as far as it left traces
                 conn.execute(ATTRIBUTE_RUN, {"run_id": row.run_id, "given": "{}"})
-    crash_in_prefect([row.prefect_flow_run_id for row in dead if row.prefect_flow_run_id is not None])
+    if _crash_mirror is not None:
+        _crash_mirror([row.prefect_flow_run_id for row in dead if row.prefect_flow_run_id is not None])
     return [row.run_id for row in dead]
 
 
@@ -226,36 +237,6 @@ def reap_crashed(engine: Engine) -> list[uuid.UUID]:
     for run_id in dead:
         logging.getLogger(__name__).warning("run %s had crashed: marked crashed", run_id)
     return dead
-
-
-def crash_in_prefect(flow_run_ids: list[uuid.UUID]) -> int:
-    """Set these Prefect flow runs Crashed (forced: their process died without reporting) unless they already
-    ended; how many were set. Only where this process already uses Prefect (a flow run, `strataflow serve`),
-    on the API it is configured for; never raises: the pipeline_runs row is the record, Prefect's state a
-    mirror of it."""
-    if not flow_run_ids or "prefect" not in sys.modules:
-        return 0
-    from prefect.client.orchestration import get_client
-    from prefect.states import Crashed
-
-    marked = 0
-    try:
-        with get_client(sync_client=True) as client:
-            for flow_run_id in flow_run_ids:
-                try:
-                    state = client.read_flow_run(flow_run_id).state
-                    if state is not None and state.is_final():
-                        continue
-                    message = "the process that ran it died without closing the run (marked by strataflow)"
-                    client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
-                    marked += 1
-                except Exception as exc:  # noqa: BLE001 (a run of another Prefect server, the API away)
-                    logging.getLogger(__name__).warning(
-                        "could not mark flow run %s Crashed in Prefect: %s", flow_run_id, exc
-                    )
-    except Exception as exc:  # noqa: BLE001 (no Prefect API reachable from here)
-        logging.getLogger(__name__).warning("could not reach Prefect to mark crashed runs: %s", exc)
-    return marked
 
 
 def start_run(

@@ -7,6 +7,7 @@ import pytest
 
 from strataflow.config import Settings
 from strataflow.llm import rate_limits
+from tasks import rate_limits as prefect_limits  # importing tasks connects the limits (tasks/__init__.py)
 
 
 def test_a_models_requests_per_minute_become_a_decaying_limit_that_throttles_inside_a_run(
@@ -43,4 +44,4 @@ def test_outside_a_prefect_run_nothing_is_asked_of_prefect(settings: Settings) -
     limited = settings.model_copy(update={"llm_requests_per_minute": {"test/outside": 1}})
     for _ in range(3):  # a limit of one a minute would block the second call inside a run
         rate_limits.wait_for_slot(limited, "test/outside", timeout_s=1)
-    assert not rate_limits.in_prefect_run()
+    assert not prefect_limits.in_prefect_run()
