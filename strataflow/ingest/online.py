@@ -81,8 +81,9 @@ INSERT_NEW = text(
     ),
     new_keys as (
         insert into message_keys (namespace, source, source_message_id, subject_id, conversation_id, event_at,
-                                  content_hash)
-        select namespace, source, source_message_id, subject_id, conversation_id, event_at, content_hash
+                                  content_hash, agent_id)
+        select namespace, source, source_message_id, subject_id, conversation_id, event_at, content_hash,
+            agent_id
         from incoming
         on conflict (namespace, source, source_message_id) do nothing
         returning message_id, source, source_message_id
@@ -108,13 +109,13 @@ INSERT_NEW = text(
 )
 # A rewrite: the key takes the new hash and event time, the old L1 row goes (it may sit in another partition;
 # sql/281 deletes only rows whose key no longer matches them), the new row keeps the message id and its first
-# ingest time.
+# ingest time. A transaction bound to an agent may re-key only that agent's messages (sql/442: 403 otherwise).
 REMOVE_OLD = text("select message_id, ingested_at from remove_rewritten_messages(cast(:ids as bigint[]))")
 REKEY = text(
     f"""
     update message_keys as k
     set content_hash = i.content_hash, event_at = i.event_at, subject_id = i.subject_id,
-        conversation_id = i.conversation_id
+        conversation_id = i.conversation_id, agent_id = i.agent_id
     from unnest(cast(:ids as bigint[]), {_ARRAYS}) as i(message_id, {_COLUMNS})
     where k.message_id = i.message_id
     """

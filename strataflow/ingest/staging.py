@@ -77,10 +77,10 @@ FTS = (
 INSERT_KEYS = text(
     """
     insert into message_keys (message_id, namespace, source, source_message_id, subject_id, conversation_id,
-                              event_at, content_hash)
+                              event_at, content_hash, agent_id)
     overriding system value
     select message_id, namespace, source, source_message_id, subject_id, conversation_id, event_at,
-           content_hash
+           content_hash, agent_id
     from ingest_stage
     on conflict (namespace, source, source_message_id) do nothing
     """
@@ -90,10 +90,10 @@ INSERT_KEYS = text(
 INSERT_NEW_KEYS = text(
     """
     insert into message_keys (message_id, namespace, source, source_message_id, subject_id, conversation_id,
-                              event_at, content_hash)
+                              event_at, content_hash, agent_id)
     overriding system value
     select message_id, namespace, source, source_message_id, subject_id, conversation_id, event_at,
-           content_hash
+           content_hash, agent_id
     from ingest_stage
     """
 )
@@ -141,7 +141,7 @@ REKEY_CHANGED = text(
     """
     update message_keys k
     set content_hash = s.content_hash, event_at = s.event_at, subject_id = s.subject_id,
-        conversation_id = s.conversation_id
+        conversation_id = s.conversation_id, agent_id = s.agent_id
     from ingest_changed c
     join ingest_stage s using (namespace, source, source_message_id)
     where k.message_id = c.message_id

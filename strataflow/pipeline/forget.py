@@ -61,6 +61,7 @@ SCOPE = "namespace = :namespace and subject_id = :subject_id"
 # What forget cannot scrub (module docstring); the deletion report lists it.
 NOT_REACHED = (
     "the PostgreSQL server log (statements and errors it logged)",
+    "dead row versions in table and index files (until VACUUM reclaims them)",
     "the WAL and base backups (old row images until recycled or expired)",
     "Prefect's database (flow-run states and logs; scopes are named there by hash)",
     "log files outside the database (the API's access log records paths, never query strings)",
