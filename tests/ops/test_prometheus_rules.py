@@ -13,13 +13,13 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine
 
+from bench.dashboard import concrete, panel_queries
 from models.params import RUN_STATES
 from models.results import IngestResult
 from strataflow.ops import run_metrics
@@ -33,23 +33,10 @@ SELECTOR = re.compile(r"\b(strataflow_[A-Za-z0-9_]+)\s*(?:\{([^}]*)\})?")
 MATCHER = re.compile(r'(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
 
 
-def _panels(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [p for panel in panels for p in [panel, *_panels(panel.get("panels") or [])]]
-
-
 def dashboard_queries() -> list[tuple[str, str]]:
     """(panel title, PromQL) of every panel, Grafana's variables replaced as a data source would."""
-    panels = _panels(json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"])
-    return [
-        (panel["title"], concrete(target["expr"]))
-        for panel in panels
-        for target in panel.get("targets") or []
-        if target.get("expr")
-    ]
-
-
-def concrete(expr: str) -> str:
-    return expr.replace("$__rate_interval", "1m").replace('"$job"', '".*"')
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    return [(title, concrete(expr)) for title, expr in panel_queries(dashboard)]
 
 
 def rule_queries() -> list[tuple[str, str]]:
