@@ -356,6 +356,15 @@ def embedding_models(settings: Settings) -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for m in (settings.embedding_model, settings.embed_cjk_model) if m))
 
 
+def cached_query_embedding(model: str, text: str) -> np.ndarray | None:
+    """The query's vector under `model` if query_embeddings has it cached (read-only), else None."""
+    with _QUERIES_LOCK:
+        vector = _QUERIES.get((model, text))
+        if vector is not None:
+            _QUERIES.move_to_end((model, text))
+        return vector
+
+
 def query_embeddings(
     settings: Settings, text: str, models: Collection[str] | None = None
 ) -> dict[str, np.ndarray]:

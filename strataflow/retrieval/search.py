@@ -364,22 +364,27 @@ def start_embedding(settings: Settings, query: str, subject_id: str | None = Non
 
 
 def embed_query(settings: Settings, query: str) -> np.ndarray:
-    """The query's embedding from the configured embedder (strataflow.llm.embeddings), on one CPU thread.
+    """The query's embedding under the configured model, on one CPU thread, through the process's query
+    cache (strataflow.llm.embeddings.query_embeddings): an agent that asks the same thing again (a repeated
+    context or search call) pays no encode, and a cached vector takes no lock.
 
     One short text gains nothing from intra-op parallelism, and on a busy machine torch's spinning worker
     threads make a single encode 10-20x slower (at load 10: ~50 ms on one thread, 200-1500 ms on two).
     """
-    from strataflow.llm.embeddings import get_embedder
+    from strataflow.llm.embeddings import cached_query_embedding, query_embeddings
 
-    embedder = get_embedder(settings)
+    model = settings.embedding_model
+    cached = cached_query_embedding(model, query)
+    if cached is not None:
+        return cached
     torch = sys.modules.get("torch")  # loaded by the local model; a litellm embedder never imports it
     if torch is None:
-        return embedder.encode([query])[0]
+        return query_embeddings(settings, query, models=[model])[model]
     with _TORCH_THREADS_LOCK:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return embedder.encode([query])[0]
+            return query_embeddings(settings, query, models=[model])[model]
         finally:
             torch.set_num_threads(threads)
 
