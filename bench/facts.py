@@ -21,7 +21,8 @@ fact of the subject with its rank and score from the search, the ranking's own f
 the cosine under each embedding model and the lexical overlap, for fitting weights offline.
 
 Runs on a fresh STRATAFLOW_HOME (creates and migrates its database) and writes only its namespaces
-`bench_facts_<run>_<lang>`. One JSON line last on stdout.
+`bench_facts_<run>_<lang>` (and `bench_facts_<run>_shapes`: bench.facts_shapes, the agent shapes, printed as
+"shapes" and "holdout_shapes"; `--shapes-only` asks them alone). One JSON line last on stdout.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench.facts_shapes import run_shapes
 
 DATA = Path(__file__).parent / "data"
 LANGS = ("en", "zh")
@@ -98,9 +101,9 @@ def log(message: str) -> None:
 
 def store_facts(engine: Any, settings: Any, namespace: str, subject: Subject) -> dict[int, int]:
     """Store the subject's facts as POST /v1/memories and /mem0 add(infer=False) do; item id -> fact index."""
+    from strataflow.adapters.mem0 import ENTRY_TYPE
     from strataflow.adapters.mem0_names import mem0_entry_name as entry_name
     from strataflow.memory import api
-    from strataflow.service.mem0_shapes import ENTRY_TYPE
 
     ids: dict[int, int] = {}
     with engine.begin() as conn:
@@ -204,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--data", type=Path, default=DATA, help="Folder with facts_en.json and facts_zh.json."
     )
+    parser.add_argument("--shapes-only", action="store_true", help="Ask the agent shapes only (quick).")
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
@@ -214,8 +218,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = load_settings()
     engine = engine_for(settings)
     migrations.upgrade(engine)
-    subjects, unrelated = load_subjects(args.split, args.data)
     run = uuid.uuid4().hex[:8]
+    shapes, shape_misses = run_shapes(engine, settings, run, args.split, args.data)
+    for miss in shape_misses:
+        log(f"shape miss: {miss}")
+    if args.shapes_only:
+        print(json.dumps({"split": args.split, **shapes}, ensure_ascii=False))
+        return
+    subjects, unrelated = load_subjects(args.split, args.data)
     namespaces = {lang: f"bench_facts_{run}_{lang}" for lang in LANGS}
     ids: dict[str, dict[int, int]] = {}
     for subject in subjects:
@@ -267,9 +277,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         dump.close()
     for miss in misses:
         log(f"miss: {miss}")
-    print(
-        json.dumps(figures(tallies, args.split, settings, time.perf_counter() - started), ensure_ascii=False)
-    )
+    out = figures(tallies, args.split, settings, time.perf_counter() - started)
+    print(json.dumps({**out, **shapes}, ensure_ascii=False))
 
 
 def figures(tallies: dict[str, Tally], split: str, settings: Any, seconds: float) -> dict[str, Any]:

@@ -1,0 +1,103 @@
+"""bench.facts' agent shapes: first-person facts under opaque subject ids, each asked three ways.
+
+bench/data/facts_shapes.json: invented people stored under opaque ids (``u3c81f0a2``, as agents store their
+users), their facts told in the first person ("I work night shifts as a radiographer"), English and Chinese;
+each fact asked as self (the user about themselves: "What is my job?"), agent (the agent about the user:
+"What does the user do for a living?", 用户的职业是什么？) and cross (the user's question in the other
+language). Every fact is stored and searched as bench.facts' own (`store_facts`, `ask`); per shape the
+figures are cases, top1 (the right fact first), right_above_0_5 (share of right facts scoring >= 0.5) and
+e5_top1: plain multilingual-e5-small cosine (query and passage prefixes) over every text, same data, same run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SHAPES = ("self", "agent", "cross")
+FILE = "facts_shapes.json"
+
+
+@dataclass(frozen=True)
+class ShapeSubject:
+    lang: str
+    subject: str
+    split: str
+    facts: tuple[str, ...]
+    questions: dict[str, tuple[str, ...]]  # shape -> one question per fact
+
+
+def load_shape_subjects(split: str, data: Path) -> list[ShapeSubject]:
+    """The subjects of facts_shapes.json (those of `split`, or all)."""
+    doc = json.loads((data / FILE).read_text(encoding="utf-8"))
+    return [
+        ShapeSubject(
+            lang=entry["lang"],
+            subject=entry["subject"],
+            split=entry["split"],
+            facts=tuple(f["fact"] for f in entry["facts"]),
+            questions={shape: tuple(f[shape] for f in entry["facts"]) for shape in SHAPES},
+        )
+        for entry in doc["subjects"]
+        if split == "all" or entry["split"] == split
+    ]
+
+
+def e5_best(settings: Any, subject: ShapeSubject) -> dict[str, list[int]]:
+    """Plain multilingual-e5-small cosine: shape -> the best fact's index for each question."""
+    from strataflow.llm.embeddings import E5_MODEL_NAME, get_embedder
+
+    e5 = get_embedder(settings, E5_MODEL_NAME)
+    facts = e5.encode(list(subject.facts))
+    return {
+        shape: [int(np.argmax(row)) for row in e5.encode_queries(list(questions)) @ facts.T]
+        for shape, questions in subject.questions.items()
+    }
+
+
+def run_shapes(
+    engine: Any, settings: Any, run: str, split: str, data: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """Store and ask every shape subject; the "shapes" figures (and, with split all, "holdout_shapes") and
+    the misses."""
+    from bench.facts import Subject, ask, store_facts
+
+    counts = {key: {s: [0, 0, 0, 0] for s in SHAPES} for key in ("all", "holdout")}  # cases top1 e5 above
+    misses: list[str] = []
+    for subject in load_shape_subjects(split, data):
+        namespace = f"bench_facts_{run}_shapes"
+        plain = Subject(subject.lang, subject.subject, subject.split, subject.facts, (), ())
+        fact_of = store_facts(engine, settings, namespace, plain)
+        e5 = e5_best(settings, subject)
+        for shape, questions in subject.questions.items():
+            for i, question in enumerate(questions):
+                hits = ask(engine, settings, namespace, subject.subject, question)
+                right = next((score for item, score in hits if fact_of.get(item) == i), 0.0)
+                first = bool(hits) and fact_of.get(hits[0][0]) == i
+                for key in ("all", "holdout") if subject.split == "holdout" else ("all",):
+                    tally = counts[key][shape]
+                    tally[0] += 1
+                    tally[1] += first
+                    tally[2] += e5[shape][i] == i
+                    tally[3] += right >= 0.5
+                if not first or right < 0.5:
+                    got = subject.facts[fact_of[hits[0][0]]] if hits else "nothing"
+                    misses.append(f"{shape} {subject.subject}: {question} -> {got} (right {right:.3f})")
+    out: dict[str, Any] = {}
+    for key, name in (("all", "shapes"), ("holdout", "holdout_shapes")):
+        if key == "holdout" and split != "all":
+            continue
+        out[name] = {
+            shape: {
+                "cases": c[0],
+                "top1": round(c[1] / c[0], 4) if c[0] else 0.0,
+                "e5_top1": round(c[2] / c[0], 4) if c[0] else 0.0,
+                "right_above_0_5": round(c[3] / c[0], 4) if c[0] else 0.0,
+            }
+            for shape, c in counts[key].items()
+        }
+    return out, misses
