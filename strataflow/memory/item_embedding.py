@@ -68,9 +68,11 @@ def encoded_ahead(
         by_model.setdefault(model_for_text(settings, statement), set()).add(statement)
     for model, said in under:
         by_model.setdefault(model, set()).add(said)
-    encoded: dict[tuple[str, str], np.ndarray] = {}
+    encoded = dict(_AHEAD_UNDER.get() or {})  # an enclosing block's vectors: not encoded again
     for model, texts in by_model.items():
-        ordered = sorted(texts)
+        ordered = sorted(said for said in texts if (model, said) not in encoded)
+        if not ordered:
+            continue
         with telemetry.timed("embed_on_write"):  # the API's writes encode here: one observation per call
             vectors: Any = get_embedder(settings, model).encode(ordered)
         for said, vector in zip(ordered, vectors, strict=True):

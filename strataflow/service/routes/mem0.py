@@ -26,6 +26,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
 
 from strataflow.adapters import mem0
 from strataflow.adapters.mem0_names import shown_metadata
+from strataflow.memory import item_embedding
 from strataflow.ops.freshness import emit_messages_received
 from strataflow.service import mem0_shapes as shapes
 from strataflow.service.deps import SettingsDep
@@ -123,7 +124,7 @@ def add(body: Mem0Add, writer: WriterOpener, settings: SettingsDep, background: 
             code="too_many_messages",
         )  # fmt: skip
     texts = [t["content"] for t in turns if t["role"] != "system" and t["content"].strip()]
-    with opener() as db:
+    with item_embedding.encoded_ahead(settings, texts), opener() as db:  # encoded before the connection
         added = mem0.add_texts(db, settings, acting.namespace, texts, scope)
     return Mem0AddAnswer(
         message="Memories stored",
