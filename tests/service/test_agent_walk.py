@@ -1,6 +1,7 @@
 """Every route of the OpenAPI document and every MCP tool, called with a key bound to agent b1 that names
 agent a1 wherever a request can name an agent (issue 36 item 5): none shows a1's private entry or a1's L1
-message, none changes them, and none fails with a server error. The database enforces the binding
+message, none changes them, and none fails with a server error: a 501 only where the document says a mem0
+platform feature is not served (its tag), naming that feature. The database enforces the binding
 (sql/320), so a route that forgot Caller.agent_for would still pass this walk."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy import Engine
 
 from strataflow.db import roles
 from strataflow.service import keys
+from strataflow.service.routes.mem0_not_served import NOT_SERVED_ROUTES, NOT_SERVED_TAG
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,7 @@ def _values(subject: str, word: str, pid: int) -> dict[str, Any]:
         "user_message": f"I live in Oslo ({word})", "status": "archived", "entity_type": "user",
         "messages": [{"role": "user", "content": f"hello {word}"}], "infer": False,
         "ops": [{"op": "search", "namespace": [], "query": word}], "filters": {"agent_id": "a1"},
+        "entity_id": subject, "rest": "walk",
     }  # fmt: skip
 
 
@@ -75,7 +78,7 @@ def test_no_route_shows_or_changes_another_agents_rows(api_url: str, pair: dict[
     values = _values(subject, word, pid)
     headers = {"Authorization": f"Bearer {pair['b1']}", "Content-Type": "application/json"}
     b1 = httpx.Client(base_url=api_url, timeout=120, headers=headers)
-    walked = []
+    walked, unserved = [], []
     for path, operations in doc["paths"].items():
         for method, operation in operations.items():
             params = {p["name"]: values[p["name"]] for p in operation.get("parameters", [])
@@ -88,10 +91,16 @@ def test_no_route_shows_or_changes_another_agents_rows(api_url: str, pair: dict[
             body = None if schema is None else json.dumps(_body(schema, doc, values))
             answer = b1.request(method.upper(), url, params=params, content=body)
             walked.append(f"{method.upper()} {path}")
+            if NOT_SERVED_TAG in operation.get("tags", []):
+                unserved.append(f"{method.upper()} {path}")
+                refused = answer.json()["error"]
+                assert answer.status_code == 501 and "not served" in refused["message"], answer.text
+                continue
             assert answer.status_code < 500, f"{method.upper()} {path}: {answer.status_code} {answer.text}"
             for marker in ("PRIVATE-A1", "L1-A1"):
                 assert marker not in answer.text, f"{method.upper()} {path} showed a1's {marker} to b1"
     assert len(walked) >= 30, walked
+    assert len(unserved) == sum(len(methods) for _, methods, _ in NOT_SERVED_ROUTES), unserved
     kept = a1.get(f"/v1/memories/{pid}").json()
     assert kept["content"] == secret and kept["status"] == "active" and kept["agent"] == "a1"
     assert "L1-A1" in a1.get("/v1/context", params={"subject": subject, "query": f"locker code {word}"}).text

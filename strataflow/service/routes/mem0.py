@@ -61,6 +61,7 @@ from strataflow.service.mem0_schemas import (
     Mem0Search,
     Mem0Update,
 )
+from strataflow.service.routes import mem0_not_served
 from strataflow.service.schemas import Id, SubjectId
 
 router = APIRouter(prefix="/mem0", tags=["mem0-compatible"], dependencies=[Depends(known_query)])
@@ -362,41 +363,5 @@ def delete_entity(
     return Mem0Done(message="Entity deleted successfully.")
 
 
-# mem0 platform features strataflow does not serve
-NOT_SERVED = {
-    "feedback": "feedback on memories (mem0 platform's POST /v1/feedback/)",
-    "summary": "memory summaries (mem0 platform's POST /v1/summary/)",
-    "exports": "memory exports (mem0 platform's /v1/exports/: use `strataflow export --namespace NS`)",
-    "profiles": "memory profiles (mem0 platform's profiles: strataflow's are GET /v1/profiles/{subject})",
-    "webhooks": "webhooks (mem0 platform's /api/v1/webhooks/)",
-    "projects": "organizations and projects (mem0 platform's /api/v1/orgs/; a namespace is a project)",
-}
-NOT_SERVED_ROUTES = (
-    ("/v1/feedback/", ["POST"], "feedback"),
-    ("/v1/summary/", ["POST"], "summary"),
-    ("/v1/exports/", ["POST"], "exports"),
-    ("/v1/exports/get/", ["POST"], "exports"),
-    ("/v2/entities/user/{entity_id}/profile/", ["GET"], "profiles"),
-    ("/v2/profiles/{rest:path}", ["GET", "POST"], "profiles"),
-    ("/api/v1/webhooks/{rest:path}", ["GET", "POST", "PUT", "DELETE"], "webhooks"),
-    ("/api/v1/orgs/{rest:path}", ["GET", "POST", "PUT", "PATCH", "DELETE"], "projects"),
-)
-
-
-def _not_served(feature: str) -> Any:
-    def answer(session: Session) -> Any:
-        """A mem0 platform feature strataflow does not serve: 501 naming it (the key is checked first)."""
-        return error_response(
-            501, f"{NOT_SERVED[feature]} is not served by strataflow's mem0-compatible API",
-            code="not_implemented",
-        )  # fmt: skip
-
-    return answer
-
-
-for _path, _methods, _feature in NOT_SERVED_ROUTES:
-    router.add_api_route(
-        _path, _not_served(_feature), methods=_methods, responses=error_responses(401, 429, 501, 503),
-        dependencies=[mem0_work("read")],
-        summary=f"not served: {_feature}", name=f"not_served_{_feature}_{_path}",
-    )  # fmt: skip
+# mem0 platform features strataflow does not serve: 501 naming each (routes/mem0_not_served.py)
+router.include_router(mem0_not_served.router)
