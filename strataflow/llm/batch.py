@@ -315,10 +315,12 @@ def _context(identity: dict[str, Any]) -> dict[str, Any] | None:
     context = identity.get("context")
     if not isinstance(context, dict):
         return None
-    lines = context.get("lines")
-    if isinstance(lines, dict):
-        return {**context, "lines": {int(key): value for key, value in lines.items()}}
-    return context
+    return {
+        name: {int(key): text for key, text in part.items()}
+        if name in ("lines", "said") and isinstance(part, dict)
+        else part
+        for name, part in context.items()
+    }
 
 
 def _lines(settings: Settings, file_id: str | None) -> list[dict[str, Any]]:

@@ -149,8 +149,12 @@ def build_extract_messages(
 
 
 def answer_context(batch: list[ScopeMessage]) -> dict[str, Any]:
-    """The validation context of a batch's answer (models/llm.py ExtractionOutput): its lines by id."""
-    return {"lines": {m.message_id: m.content for m in batch}}
+    """The validation context of a batch's answer (models/llm.py ExtractionOutput): its lines by id, and the
+    subject's own lines (not the assistant's) by id under "said" (extract_grounding.py)."""
+    return {
+        "lines": {m.message_id: m.content for m in batch},
+        "said": {m.message_id: m.content for m in batch if m.role == "user"},
+    }
 
 
 def batch_cache_key(batch: list[ScopeMessage]) -> str:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationInfo, model_validator
+
 from models.common import MemoryKind
 from models.llm import ExtractionOutput
+from strataflow.pipeline.extract_grounding import keep_grounded
 
 SMALL_PROMPT_VERSION = "extract-small-v1"
 SMALL_BATCH_TOKENS = 800  # a small model keeps track of a few messages at a time
@@ -81,7 +84,18 @@ assert set(SMALL_KINDS) <= {kind.value for kind in MemoryKind}
 
 class SmallExtractionOutput(ExtractionOutput):
     """ExtractionOutput whose JSON schema, as sent to the model, is the flat item list (SMALL_SCHEMA); the
-    answer is validated as any extraction answer."""
+    answer is validated as any extraction answer, and then each item's value must be grounded in the subject's
+    line it cites (extract_grounding.py); the items left out are counted in `unsupported`."""
+
+    @model_validator(mode="after")
+    def grounded_in_the_subjects_lines(self, info: ValidationInfo) -> SmallExtractionOutput:
+        said = info.context.get("said") if isinstance(info.context, dict) else None
+        if said is None or not self.items:
+            return self
+        kept = keep_grounded(self.items, said)
+        self._unsupported += len(self.items) - len(kept)
+        self.items = kept
+        return self
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
