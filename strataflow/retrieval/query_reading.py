@@ -152,14 +152,35 @@ _THIRD_PERSON = re.compile(
 )
 
 
+# The searched subject as the user (first person) or as the agent speaks of them (second person, "the user",
+# 用户): within one subject's memory they refer to the subject as surely as a name does, whatever the id
+# (opaque ids such as u48213 are the norm). "How do I ..." / "How do you ..." asks how a thing is done, not
+# about anyone: not a reference.
+_HOW_TO = re.compile(r"(?i)^\s*how\s+(do|can|would|should|could|to)\s+(i|you|we|one)\b")
+_PERSON = re.compile(
+    r"(?<![^\W\d_])(?:(?i:(?:the|this|that|our|my)\s+(?:user|customer|client|person)(?:['’]s)?)"
+    r"|I(?:['’](?:m|ve|d|ll))?|us|(?i:me|my|mine|myself|we|our|ours|ourselves|you|your|yours|yourself))"
+    r"(?![^\W\d_])\s*"
+    r"|(?:这位|这个)?(?:用户|客户|顾客)(?:的)?|我们的?|我的?",
+)
+
+
+def refers_to_subject(query: str) -> bool:
+    """Whether the query speaks of the searched subject in the first or second person or as the agent's
+    user or customer (the user, 用户, 这位客户; not a how-to question's impersonal I or you)."""
+    return not _HOW_TO.search(query) and bool(_PERSON.search(query))
+
+
 def without_subject(query: str, subject_id: str | None) -> str:
     """The query for its embedding in a search within one subject: without the subject's own names (the
-    words of its id: "dora" for "Dora's", "marek_oduya" for "Marek") and third-person pronouns (he, her,
-    她的). Every row in scope is about the subject, so the reference says nothing about which row answers,
-    while left in the text it pulls the embedding towards rows that happen to name the subject or start
-    with a pronoun (她在一所小学教数学 for 她有宠物吗？). Measured on bench.facts: top-1 from 0.86 to 0.92
-    in English (MiniLM) and from 0.72 to 0.86 in Chinese (e5); docs/retrieval-quality.md. Without a subject
-    (a namespace-wide search) the query is returned as it is."""
+    words of its id: "dora" for "Dora's", "marek_oduya" for "Marek"), third-person pronouns (he, her,
+    她的) and first- and second-person references and the agent's words for its user (refers_to_subject:
+    my, I, you, the user, the customer, 我的, 用户, 这位客户). Every row in scope is about the subject, so
+    the reference says nothing about which row answers, while left in the text it pulls the embedding
+    towards rows that happen to name the subject or start with a pronoun (她在一所小学教数学 for
+    她有宠物吗？). Measured on bench.facts: top-1 from 0.86 to 0.92 in English (MiniLM) and from 0.72 to
+    0.86 in Chinese (e5); docs/retrieval-quality.md. Without a subject (a namespace-wide search) the query is
+    returned as it is."""
     if not subject_id:
         return query
     names = sorted(set(re.findall(r"[^\W\d_]{2,}", subject_id)), key=len, reverse=True)
@@ -168,7 +189,10 @@ def without_subject(query: str, subject_id: str | None) -> str:
         edge = "" if CJK_LETTER.search(name) else r"(?<![^\W\d_])"
         tail = "" if CJK_LETTER.search(name) else r"(['’]s)?(?![^\W\d_])\s*"
         stripped = re.sub(edge + re.escape(name) + tail, "", stripped, flags=re.IGNORECASE)
-    stripped = re.sub(r"\s{2,}", " ", _THIRD_PERSON.sub("", stripped)).strip()
+    stripped = _THIRD_PERSON.sub("", stripped)
+    if refers_to_subject(stripped):
+        stripped = _PERSON.sub("", stripped)
+    stripped = re.sub(r"\s{2,}", " ", stripped).strip()
     return stripped if re.search(r"\w", stripped) else query
 
 

@@ -11,6 +11,7 @@ from strataflow.retrieval.query_reading import (
     has_time_expression,
     named_period,
     read_query,
+    refers_to_subject,
     without_speakers,
     without_subject,
 )
@@ -145,3 +146,18 @@ def test_a_query_without_a_period(query):
 )
 def test_has_time_expression(turn, states_time):
     assert has_time_expression(turn) is states_time
+
+
+def test_first_person_and_agent_phrasing_refer_to_an_opaque_subject() -> None:
+    for query, dense in (
+        ("What is my job?", "What is job?"),
+        ("What is the customer's occupation?", "What is occupation?"),
+        ("用户的职业是什么？", "职业是什么？"),
+        ("我是做什么工作的？", "是做什么工作的？"),
+    ):
+        assert refers_to_subject(query)
+        assert without_subject(query, "u48213") == dense
+    # another person named, a how-to question's impersonal I: no reference to the subject
+    for query in ("What is Priya's job?", "How do I configure BGP route reflectors on a core router?"):
+        assert not refers_to_subject(query)
+        assert without_subject(query, "u48213") == query
