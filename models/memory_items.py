@@ -42,10 +42,29 @@ class MemoryItem(BaseModel):
     updated_at: datetime
 
 
+class Explain(BaseModel):
+    """Why a hit was recalled: its score's logit z in parts (strataflow.retrieval.ranking); the parts add up
+    to z and 1 / (1 + e^-z) is the score."""
+
+    parts: dict[str, float] = Field(
+        description="each signal's contribution in logit units: dense, neighbours, subject, lexical, "
+        "speaker, time, period, lineage, boost_cap (a cap shows as its own negative part)"
+    )
+    logit: float = Field(description="z, the sum of the parts; the score is 1 / (1 + e^-z)")
+
+    @classmethod
+    def of(cls, parts: dict[str, float]) -> Explain:
+        """The explanation of a row whose logit has these parts (rounded to 4 places, as the score)."""
+        return cls(
+            parts={k: round(float(v), 4) for k, v in parts.items()}, logit=round(sum(parts.values()), 4)
+        )
+
+
 class MemoryHit(MemoryItem):
     """A search hit: the item and its score under the one retrieval ranking."""
 
     score: float = Field(description="the search score, higher is better")
+    explain: Explain | None = Field(None, description="why it was recalled (only when asked: explain=true)")
 
 
 class MemoryPage(BaseModel):

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from models.memory_items import MemoryItem, MemoryVersion
+from models.memory_items import Explain, MemoryItem, MemoryVersion
 from strataflow.adapters.conditions import Bound
 from strataflow.adapters.mem0_filters import (
     APP_KEY,
@@ -118,6 +118,7 @@ class Mem0Record:
     run_id: str | None
     metadata: dict[str, Any]
     score: float | None = None
+    explain: Explain | None = None  # why a search found it (only when asked)
 
     @property
     def app_id(self) -> str | None:
@@ -183,18 +184,21 @@ def search(
     viewer: str | None,
     top_k: int,
     threshold: float | None = None,
+    explain: bool = False,
 ) -> list[Mem0Record]:
     """The top_k memories that best match the query (the one ranking) among those the filter keeps, best
-    first: the filter is a condition of the search itself, so the best are the best of what it keeps."""
+    first: the filter is a condition of the search itself, so the best are the best of what it keeps.
+    `explain`: each with its score's parts (why it was recalled)."""
     bind = Bound()
     condition = wanted.sql("i", bind)
     found = search_memories(
         conn, settings, namespace, query, wanted.user(), agent_id=viewer, limit=top_k, threshold=threshold,
         item_filter=ItemFilter(condition, bind.params, tuple(sorted(wanted.visible_agents()))),
+        explain=explain,
     )  # fmt: skip
-    scores = {hit.id: hit.score for hit in found}
+    scores = {hit.id: (hit.score, hit.explain) for hit in found}
     return [
-        Mem0Record(r.item, r.user_id, r.run_id, r.metadata, scores[r.item.id])
+        Mem0Record(r.item, r.user_id, r.run_id, r.metadata, *scores[r.item.id])
         for r in records(conn, namespace, list(scores))
     ]
 

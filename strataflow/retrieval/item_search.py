@@ -65,10 +65,12 @@ def search_memories(
     limit: int = 10,
     threshold: float | None = None,
     item_filter: ItemFilter | None = None,
+    explain: bool = False,
 ) -> list[MemoryHit]:
     """The active items the agent sees that best match query (of one subject, or all), best first; `type`
     (a seed 003 type or a kind) keeps only that kind; `threshold` only those scoring at least that much;
-    `item_filter` only those meeting its condition, in the search itself (strataflow.retrieval.search)."""
+    `item_filter` only those meeting its condition, in the search itself (strataflow.retrieval.search);
+    `explain` gives each hit its score's parts (why it was recalled)."""
     checked_limit(limit, MAX_SEARCH)
     kind = resolve_type(type)[0] if type else None
     if not query.strip():
@@ -76,15 +78,17 @@ def search_memories(
     found = search(
         conn, settings, namespace, query, subject_id=subject_id, layers=("items",),
         k=limit * 4 if kind else limit + 1, agent_id=agent_id, metadata=False, threshold=threshold,
-        item_filter=item_filter,
+        item_filter=item_filter, explain=explain,
     )  # fmt: skip
     scores = {hit.id: hit.score for hit in found}
+    why = {hit.id: hit.explain for hit in found}
     params = {
         "namespace": namespace, "agent_id": agent_id, "kind": kind,
         "ids": list(scores), "also_visible": list(item_filter.also_visible) if item_filter else [],
     }  # fmt: skip
     rows = {row["item_id"]: row for row in conn.execute(SELECT_BY_IDS, params).mappings()}
-    return [hit_of(rows[item_id], scores[item_id]) for item_id in scores if item_id in rows][:limit]
+    hits = [hit_of(rows[item_id], scores[item_id]) for item_id in scores if item_id in rows][:limit]
+    return [hit.model_copy(update={"explain": why[hit.id]}) for hit in hits] if explain else hits
 
 
 def subject_memories(

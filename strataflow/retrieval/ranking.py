@@ -30,9 +30,20 @@ bounded evidence, each term in logit units:
 - lineage: an L2 item or L3 report that matches lifts the turns it came from (`Candidate.lift`, computed
   by strataflow.retrieval.layered from their scores, at most ``LIFT_MAX``).
 
-Every boost together is at most ``BOOST_MAX`` in logit units, less than what a clear dense gap is worth
-(see the calibration): evidence reorders rows of similar meaning and cannot put an unrelated row above a
-related one. Rows are returned by score: the list's order is its scores' order on every surface.
+Every boost together is at most ``BOOST_MAX`` (cosine units of the default model, x its slope in logits:
+9.2), and words at most ``LEXICAL_WEIGHT`` (4.8 logits; an item's ``ENTRY_LEXICAL_WEIGHT``, 0.8). That is
+the true bound: evidence and words reorder only rows whose dense parts (``Candidate.dense``, in the default
+model's cosine, neighbours and subject reference included) differ by less than LEXICAL_WEIGHT + BOOST_MAX
+(1.75: 14 logits); a row ahead by more stays ahead whatever the other's evidence (tests/retrieval/
+test_ranking_bound.py sweeps it). The bound is wide: a turn at cosine 0.20 with the speaker, a time, the
+period and full lineage can pass a related turn at 0.50 that has none of them, so evidence can lift an
+unrelated turn over a related one; it cannot lift one over a clearly closer answer that shares its words.
+Rows are returned by score: the list's order is its scores' order on every surface.
+
+Why a row was recalled: `rank` keeps, per row, its logit's parts (`Candidate.parts`: ``dense``, the
+adjacent turns' ``neighbours``, the ``subject`` reference, ``lexical``, ``speaker``, ``time``, ``period``,
+``lineage`` and, were the evidence ever clipped at BOOST_MAX, a negative ``boost_cap``), which add up to z;
+the surfaces show them on request (`explain`, docs/retrieval.md "Why it was recalled").
 
 The weights were fitted on two benchmarks (the paraphrased facts of bench.facts and the dialogs of
 bench.locomo, on one half of each) and checked on the other halves (docs/retrieval-quality.md).
@@ -114,6 +125,7 @@ class Candidate:
     score: float = 0.0
     coverage: float = 0.0
     dense: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)  # the logit's parts, set by `rank` (they add to z)
 
 
 def calibration(model: str | None) -> DenseCalibration:
@@ -131,14 +143,36 @@ def absolute_score(
     """The score of one row (see the module docstring): `similarity` in the model's cosine, `coverage`
     the share of the query's lexemes the row holds (worth `lexical_weight`), `boost` the other evidence in
     cosine units of the default model. In (0, 1), increasing in each argument."""
-    cal = calibration(model)
-    dense = 0.0 if similarity is None else (similarity - cal.center) * cal.slope
-    if similarity is None:  # no embedding yet: words and evidence only, from a neutral-low start
-        dense = -cal.slope * cal.center
-    default = CALIBRATION[DEFAULT_MODEL].slope
-    words = lexical_weight * cal.words * min(max(coverage, 0.0), 1.0)
-    z = dense + default * (words + min(max(boost, 0.0), BOOST_MAX))
+    return sigmoid(sum(logit_parts(similarity, coverage, {"boost": boost}, model, lexical_weight).values()))
+
+
+def sigmoid(z: float) -> float:
+    """1 / (1 + e^-z): a logit as a score."""
     return 1.0 / (1.0 + math.exp(-z))
+
+
+def logit_parts(
+    similarity: float | None,
+    coverage: float = 0.0,
+    boosts: dict[str, float] | None = None,
+    model: str | None = None,
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> dict[str, float]:
+    """The parts of one row's logit z (they add up to it): ``dense`` from `similarity` (the model's
+    cosine), ``lexical`` from `coverage`, one part per boost of `boosts` (cosine units of the default
+    model, each >= 0) and, when they sum past BOOST_MAX, ``boost_cap``: the (negative) amount clipped."""
+    cal = calibration(model)
+    dense = -cal.slope * cal.center if similarity is None else (similarity - cal.center) * cal.slope
+    default = CALIBRATION[DEFAULT_MODEL].slope
+    parts = {"dense": dense, "lexical": default * lexical_weight * cal.words * min(max(coverage, 0.0), 1.0)}
+    total = 0.0
+    for name, value in (boosts or {}).items():
+        value = max(value, 0.0)
+        parts[name] = default * value
+        total += value
+    if total > BOOST_MAX:
+        parts["boost_cap"] = default * (BOOST_MAX - total)
+    return parts
 
 
 def neighbour_order(rows: Sequence[Candidate]) -> tuple[list[Candidate], np.ndarray]:
@@ -193,17 +227,26 @@ def adjacent_mean(values: np.ndarray, session: np.ndarray) -> np.ndarray:
 
 def evidence(rows: Sequence[Candidate], reading: QueryReading | None) -> np.ndarray:
     """Per row, the evidence added to its dense similarity, in cosine units (see the module docstring)."""
-    extra = np.minimum(np.array([r.lift for r in rows], dtype=np.float64), LIFT_MAX)  # bounded
+    return sum(evidence_parts(rows, reading).values(), np.zeros(len(rows)))
+
+
+def evidence_parts(rows: Sequence[Candidate], reading: QueryReading | None) -> dict[str, np.ndarray]:
+    """Per kind of evidence (lineage, speaker, time, period), each row's, in cosine units."""
+    parts = {"lineage": np.minimum(np.array([r.lift for r in rows], dtype=np.float64), LIFT_MAX)}  # bounded
     if reading is None:
-        return extra
+        return parts
     if len(reading.speakers) == 1:
-        extra += SPEAKER_WEIGHT * np.array([r.speaker in reading.speakers for r in rows], dtype=np.float64)
+        parts["speaker"] = SPEAKER_WEIGHT * np.array(
+            [r.speaker in reading.speakers for r in rows], dtype=float
+        )
     if reading.asks_when:
-        extra += TIME_WEIGHT * np.array([has_time_expression(r.text) for r in rows], dtype=np.float64)
+        parts["time"] = TIME_WEIGHT * np.array([has_time_expression(r.text) for r in rows], dtype=np.float64)
     if reading.period is not None:
         period = reading.period
-        extra += PERIOD_WEIGHT * np.array([period.contains(r.event_at) for r in rows], dtype=np.float64)
-    return extra
+        parts["period"] = PERIOD_WEIGHT * np.array(
+            [period.contains(r.event_at) for r in rows], dtype=np.float64
+        )
+    return parts
 
 
 def rank(
@@ -229,15 +272,26 @@ def rank(
     # left in, it decides between the subject's rows by who names them); the match it made with every row
     # is given back as SUBJECT_REFERENCE, the same for each row, so the score keeps its meaning.
     named = reading is not None and reading.names_subject
+    plain = np.array([_in_default_units(r.similarity, r.model) for r in ordered], dtype=np.float64)
     dense = np.array([_in_default_units(r.similarity, r.model, named) for r in ordered], dtype=np.float64)
+    near = DENSE_NEIGHBOUR * adjacent_mean(plain, session) if windowed else np.zeros(len(ordered))
     if windowed:
         dense = dense + DENSE_NEIGHBOUR * adjacent_mean(dense, session)
-    boost = evidence(ordered, reading)
+    kinds = evidence_parts(ordered, reading)
     lexical = LEXICAL_WEIGHT if windowed else ENTRY_LEXICAL_WEIGHT
-    for row, d, c, b in zip(ordered, dense, covered, boost, strict=True):
+    slope = CALIBRATION[DEFAULT_MODEL].slope
+    for i, (row, d, c) in enumerate(zip(ordered, dense, covered, strict=True)):
         row.dense, row.coverage = float(d), float(c)
         words = lexical * calibration(row.model).words  # d is in the default model's units already
-        row.score = absolute_score(float(d), float(c), float(b), lexical_weight=words)
+        boosts = {name: float(values[i]) for name, values in kinds.items() if values[i]}
+        parts = logit_parts(float(d), float(c), boosts, lexical_weight=words)
+        # The dense part, told apart: the row's own cosine, its neighbours' share, the subject reference.
+        own = (plain[i] - CALIBRATION[DEFAULT_MODEL].center) * slope
+        if row.similarity is not None and (near[i] or named):
+            subject = parts.pop("dense") - own - near[i] * slope
+            parts = {"dense": own, "neighbours": near[i] * slope, "subject": subject, **parts}
+        row.parts = parts
+        row.score = sigmoid(sum(parts.values()))
     return sorted(ordered, key=lambda r: (-r.score, r.id))
 
 

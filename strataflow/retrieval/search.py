@@ -46,6 +46,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
+from models.memory_items import Explain
 from strataflow.config import Settings
 from strataflow.retrieval import layer_sql, wide
 from strataflow.retrieval.layer_sql import LAYERS, ItemFilter, Scope
@@ -74,6 +75,7 @@ class Hit(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="provenance: table, ids, scope, scores"
     )
+    explain: Explain | None = Field(None, description="why it was recalled (only when asked: explain=true)")
 
 
 def query_terms(query: str) -> dict[str, str]:
@@ -108,6 +110,7 @@ def search(
     metadata: bool = True,
     threshold: float | None = None,
     item_filter: ItemFilter | None = None,
+    explain: bool = False,
 ) -> list[Hit]:
     """The k best hits for `query` across `layers`, within namespace, subject and [since, until).
 
@@ -124,7 +127,8 @@ def search(
     is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md). `item_filter`
     (layer_sql.ItemFilter) is a condition the items must meet besides the scope, in the query that finds them
     (a drop-in's filter: mem0's, the LangGraph store's), so that the k best are the k best of those items,
-    not of all the viewer sees; it may also make the private items of agents it names visible.
+    not of all the viewer sees; it may also make the private items of agents it names visible. `explain`
+    gives every hit its score's logit in parts (models.memory_items.Explain: why it was recalled).
     """
     unknown = [layer for layer in layers if layer not in LAYERS]
     if unknown:
@@ -150,7 +154,7 @@ def search(
     with collector_paused():  # the search's rows die with _ranked_hits' frame, before the collector resumes
         hits = _ranked_hits(
             conn, settings, query, wanted, k, scope, params, exact_limit, query_embedding, lineage, now,
-            metadata,
+            metadata, explain,
         )  # fmt: skip
     return hits if threshold is None else [hit for hit in hits if hit.score >= threshold]
 
@@ -168,6 +172,7 @@ def _ranked_hits(
     lineage: bool,
     now: datetime | None,
     metadata: bool,
+    explain: bool = False,
 ) -> list[Hit]:
     """The search itself (see `search`)."""
     # The query's embedding is computed while the scope's rows are read (both wait on something else).
@@ -212,7 +217,7 @@ def _ranked_hits(
         ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, lexemes, reading, lift)
         if metadata:
             _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
-    hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer])]
+    hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer], explain)]
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
     return hits[:k]
 
@@ -426,7 +431,7 @@ def _rank_layer(
     return [c for c in ranked if c.coverage > 0 or c.similarity is not None or c.lift > 0]
 
 
-def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool) -> list[Hit]:
+def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool, explain: bool = False) -> list[Hit]:
     """Hits in the layer's ranked order (by score), with the score's parts as metadata."""
     hits = []
     for c in ranked:
@@ -435,5 +440,16 @@ def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool) -> list[Hit]:
         if c.lift:
             meta["lineage_lift"] = round(c.lift, 4)
         score = round(c.score, SCORE_DIGITS)
-        hits.append(Hit(layer=layer, id=c.id, text=c.text, score=score, event_at=c.event_at, metadata=meta))
+        why = Explain.of(c.parts) if explain else None
+        hits.append(
+            Hit(
+                layer=layer,
+                id=c.id,
+                text=c.text,
+                score=score,
+                event_at=c.event_at,
+                metadata=meta,
+                explain=why,
+            )
+        )
     return hits

@@ -126,6 +126,9 @@ Threshold = Annotated[
     float | None,
     Field(ge=0, le=1, description="only entries scoring at least this (0..1, docs/retrieval.md)"),
 ]
+Explained = Annotated[
+    bool, Field(description="add to each entry why it was recalled: its score's logit in parts")
+]
 Budget = Annotated[int, Field(ge=64, le=32_000, description="token budget of the block")]
 Profile = Annotated[
     Literal["user", "work", "both", "none"], Field(description="also include the user's profile document(s)")
@@ -241,13 +244,15 @@ def build_server(settings: Settings, sessions: Sessions, writable: bool = True) 
         limit: Limit = 5,
         agent: Agent = None,
         threshold: Threshold = None,
+        explain: Explained = False,
     ) -> str:
         """Search long-term memory (English and Chinese). Returns the best entries, each with its type, name,
         id, subject and content (each value a quoted string); without `subject` it searches every user of
-        the namespace. An empty answer means nothing relevant is stored."""
+        the namespace. An empty answer means nothing relevant is stored. `explain`: each entry also says why
+        it was recalled (its score's logit in parts)."""
         hits = await scan(ctx, agent, lambda conn, acting: search_memories(
             conn, settings, acting.namespace, query, subject, agent_id=acting.agent, limit=limit,
-            threshold=threshold,
+            threshold=threshold, explain=explain,
         ))  # fmt: skip
         return render_hits(hits)
 
@@ -398,9 +403,17 @@ def render_hits(hits: list[MemoryHit]) -> str:
     (id N, subject "S", score X)` then the content on the next line; '' for none."""
     return "\n".join(
         f"[{hit.type}] {quote_text(hit.name)} (id {hit.id}, subject {quote_text(hit.subject)}, "
-        f"score {hit.score:g})\n{quote_text(hit.content)}"
+        f"score {hit.score:g}{_why(hit)})\n{quote_text(hit.content)}"
         for hit in hits
     )
+
+
+def _why(hit: MemoryHit) -> str:
+    """', logit z = signal part + ...' when the hit was explained, else ''."""
+    if hit.explain is None:
+        return ""
+    parts = " ".join(f"{name} {value:+g}" for name, value in hit.explain.parts.items())
+    return f", logit {hit.explain.logit:g} = {parts}"
 
 
 def _secret(settings: Settings) -> str | None:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from models.memory_items import Explain
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
@@ -143,6 +144,7 @@ class Mem0Search(ReadOptions):
     filters: Mem0Filter | None = None
     top_k: int = Field(10, ge=1, le=100, description="how many results")
     threshold: float | None = Field(None, ge=0, le=1, description="the lowest score returned")
+    explain: bool = Field(False, description="give each result an explain object: why it was recalled")
     user_id: SubjectId | None = Field(None, description="as filters={'user_id': ...} (older clients)")
     agent_id: SubjectId | None = Field(None, description="as filters={'agent_id': ...} (older clients)")
     run_id: Id | None = Field(None, description="as filters={'run_id': ...} (older clients)")
@@ -212,6 +214,7 @@ class Mem0Memory(BaseModel):
 
 class Mem0Hit(Mem0Memory):
     score: float = Field(description="the search score, 0..1, higher is better")
+    explain: Explain | None = Field(None, description="why it was recalled (only when asked: explain=true)")
 
 
 class Mem0AddResult(BaseModel):

@@ -37,7 +37,8 @@ def memory_of(record: Mem0Record) -> Mem0Memory:
 
 
 def hit_of(record: Mem0Record) -> Mem0Hit:
-    return Mem0Hit(**memory_of(record).model_dump(), score=min(1.0, max(0.0, float(record.score or 0.0))))
+    score = min(1.0, max(0.0, float(record.score or 0.0)))
+    return Mem0Hit(**memory_of(record).model_dump(), score=score, explain=record.explain)
 
 
 def added_of(record: Mem0Record, event: str) -> Mem0AddResult:

@@ -172,6 +172,7 @@ class MemorySearch(Strict):
     threshold: float | None = Field(
         None, ge=0, le=1, description="only entries scoring at least this (0..1, docs/retrieval.md)"
     )
+    explain: bool = Field(False, description="give each hit an explain object: why it was recalled")
 
 
 class MemoryListParams(Strict):

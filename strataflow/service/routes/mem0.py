@@ -181,7 +181,7 @@ def search(body: Mem0Search, session: Session, settings: SettingsDep) -> Mem0Res
     )  # fmt: skip
     found = mem0.search(
         db, settings, acting.namespace, body.query, wanted, viewer=acting.agent, top_k=body.top_k,
-        threshold=body.threshold,
+        threshold=body.threshold, explain=body.explain,
     )  # fmt: skip
     return Mem0Results(results=[shapes.hit_of(record) for record in found])
 

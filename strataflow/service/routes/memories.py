@@ -63,7 +63,7 @@ def search_memories(
     """Entries matching `query` (English and Chinese, words and meaning), best first: {"results": [...]}."""
     hits = item_search.search_memories(
         db, settings, acting.namespace, body.query, body.subject, agent_id=acting.agent, type=body.type,
-        limit=body.limit, threshold=body.threshold,
+        limit=body.limit, threshold=body.threshold, explain=body.explain,
     )  # fmt: skip
     return {"results": hits}
 
