@@ -190,7 +190,9 @@ def without_subject(query: str, subject_id: str | None) -> str:
         tail = "" if CJK_LETTER.search(name) else r"(['’]s)?(?![^\W\d_])\s*"
         stripped = re.sub(edge + re.escape(name) + tail, "", stripped, flags=re.IGNORECASE)
     stripped = _THIRD_PERSON.sub("", stripped)
-    if refers_to_subject(stripped):
+    # A query that names the subject or says he / she speaks of them to someone else: its I and we are the
+    # asker ("What should I not offer him?"), left in.
+    if stripped == query and refers_to_subject(stripped):
         stripped = _PERSON.sub("", stripped)
     stripped = re.sub(r"\s{2,}", " ", stripped).strip()
     return stripped if re.search(r"\w", stripped) else query

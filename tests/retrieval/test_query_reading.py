@@ -161,3 +161,5 @@ def test_first_person_and_agent_phrasing_refer_to_an_opaque_subject() -> None:
     for query in ("What is Priya's job?", "How do I configure BGP route reflectors on a core router?"):
         assert not refers_to_subject(query)
         assert without_subject(query, "u48213") == query
+    # the subject named: the I is the asker's, kept in the embedding's text
+    assert without_subject("What should I not offer Obi?", "obi_x") == "What should I not offer ?"
