@@ -51,6 +51,7 @@ bench.locomo, on one half of each) and checked on the other halves (docs/retriev
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -128,9 +129,30 @@ class Candidate:
     parts: dict[str, float] = field(default_factory=dict)  # the logit's parts, set by `rank` (they add to z)
 
 
+def canonical_model(model: str | None) -> str:
+    """The calibration's name for a model: its aliases folded (an organisation prefix such as intfloat/ or
+    sentence-transformers/, case), so `intfloat/multilingual-e5-small` is `multilingual-e5-small`."""
+    name = (model or DEFAULT_MODEL).strip().rsplit("/", 1)[-1].lower()
+    return next((known for known in CALIBRATION if known.lower() == name), name)
+
+
+_UNCALIBRATED: set[str] = set()
+
+
 def calibration(model: str | None) -> DenseCalibration:
-    """The model's calibration; a model without one is treated as the default model."""
-    return CALIBRATION.get(model or DEFAULT_MODEL, CALIBRATION[DEFAULT_MODEL])
+    """The model's calibration, by its canonical name; a model without one is treated as the default model
+    (logged once per process: its scores mean less than docs/retrieval.md says)."""
+    name = canonical_model(model)
+    found = CALIBRATION.get(name)
+    if found is None:
+        if name not in _UNCALIBRATED:
+            _UNCALIBRATED.add(name)
+            logging.getLogger(__name__).warning(
+                "embedding model %r has no calibration: scored as %s, thresholds are approximate",
+                model, DEFAULT_MODEL,
+            )  # fmt: skip
+        return CALIBRATION[DEFAULT_MODEL]
+    return found
 
 
 def absolute_score(

@@ -57,3 +57,13 @@ def test_evidence_past_its_cap_shows_as_a_negative_part() -> None:
     assert parts["boost_cap"] == pytest.approx(-0.5 * slope)
     capped = (0.5 - CALIBRATION[DEFAULT_MODEL].center) * slope + parts["lexical"] + BOOST_MAX * slope
     assert sum(parts.values()) == pytest.approx(capped)
+
+
+def test_calibration_is_looked_up_by_the_canonical_model_name() -> None:
+    from strataflow.retrieval.ranking import calibration, canonical_model
+
+    e5 = CALIBRATION["multilingual-e5-small"]
+    assert canonical_model("intfloat/multilingual-e5-small") == "multilingual-e5-small"
+    assert calibration("intfloat/multilingual-e5-small") == e5 == calibration("Multilingual-E5-Small")
+    assert calibration("sentence-transformers/all-MiniLM-L6-v2") == CALIBRATION[DEFAULT_MODEL]
+    assert calibration("some-org/unknown-model") == CALIBRATION[DEFAULT_MODEL]
