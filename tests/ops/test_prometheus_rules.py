@@ -169,12 +169,12 @@ def test_promtool_evaluates_the_panels_and_the_alerts(tmp_path: Path) -> None:
                 ],
             },
             {  # a nightly whose last completed run ended 27 hours ago; 10% of the API's answers are 5xx
-                "interval": "1h",
+                "interval": "1m",
                 "input_series": [
-                    {
+                    {  # a sample a minute, as scraped: the recording rule's lookback finds one
                         "series": 'strataflow_pipeline_run_last_finished_timestamp_seconds{job="runs",'
                         'flow="nightly",status="completed"}',
-                        "values": "0x30",
+                        "values": "0x1800",
                     },
                 ],
                 "alert_rule_test": [
