@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Query, Request
 
 from strataflow.adapters import mem0
 from strataflow.adapters.mem0_names import shown_metadata
+from strataflow.config import Settings
 from strataflow.memory import item_embedding
 from strataflow.ops.freshness import emit_messages_received
 from strataflow.service import mem0_shapes as shapes
@@ -230,29 +231,36 @@ def get(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) -> M
 def update(
     memory_id: MemoryId,
     body: Mem0Update,
-    session: Session,
+    writer: WriterOpener,
     settings: SettingsDep,
     agent_id: AgentParam = None,
 ) -> Mem0Memory:
     """A new text (the memory's name follows it) and/or metadata (merged): a new version, the old one in
-    history. A text only another live memory of the user and agent has is refused (409 naming it)."""
-    db, acting = session
-    acting.require_writer()
+    history. A text only another live memory of the user and agent has is refused (409 naming it). The new
+    text is encoded before the database connection is taken."""
+    opener, acting = writer
     change = [(item_id_of(memory_id), body.text, body.metadata)]
-    with _conflict_answered():
+    with _conflict_answered(), _encoded_first(settings, change), opener() as db:
         found = mem0.update(db, settings, acting.namespace, change, agent=acting.agent)
     return shapes.memory_of(found[0])
 
 
 @router.put("/v1/batch/", response_model=Mem0Done, responses=READ, dependencies=[mem0_work("write", "heavy")])
-def batch_update(body: Mem0BatchUpdate, session: Session, settings: SettingsDep) -> Mem0Done:
-    """The client's batch_update: each memory's new text and/or metadata, all or none."""
-    db, acting = session
-    acting.require_writer()
+def batch_update(body: Mem0BatchUpdate, writer: WriterOpener, settings: SettingsDep) -> Mem0Done:
+    """The client's batch_update: each memory's new text and/or metadata, all or none (the new texts encoded
+    in one call before the database connection is taken)."""
+    opener, acting = writer
     changes = [(item_id_of(m.memory_id), m.text, m.metadata) for m in body.memories]
-    with _conflict_answered():
+    with _conflict_answered(), _encoded_first(settings, changes), opener() as db:
         mem0.update(db, settings, acting.namespace, changes, agent=acting.agent)
     return Mem0Done(message=f"Successfully updated {len(changes)} memories")
+
+
+def _encoded_first(
+    settings: Settings, changes: list[tuple[int, str | None, Any]]
+) -> AbstractContextManager[None]:
+    """The changes' new texts encoded ahead (as add does), so no encode runs while a connection is held."""
+    return item_embedding.encoded_ahead(settings, [text for _, text, _ in changes if text])
 
 
 @contextmanager
