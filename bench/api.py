@@ -2,8 +2,9 @@
 
 Loads N L1 messages over 10,000 subjects (default 1,000,000) with bench.context's loader (real ingest, then
 embeddings, HNSW, L2 items and L3 reports in namespace `bench_context`), makes an agent role granted that
-namespace and an API key for it, starts the real server (`strataflow api --workers W`, rate limit off) in a
-subprocess, and measures with an HTTP client:
+namespace and an API key for it, starts the real server (`strataflow api --workers W`, rate limit off; W by
+default the server's own default: one worker per usable core, each with its share of the cores for torch's
+threads, strataflow.service.sizing) in a subprocess, and measures with an HTTP client:
 
 - `context_*_ms`: GET /v1/context for a random subject and question, one client; `inprocess_*_ms`: the same
   calls in this process (strataflow.retrieval.context.build_context in a transaction as the key's role, as
@@ -48,6 +49,7 @@ import httpx
 
 from bench.context import NAMESPACE, QUESTIONS, TEMPLATES, fill, load, log, percentile
 from bench.cpu import postmaster_pid, tree_cpu_s
+from strataflow.service.sizing import usable_cores, workers_for
 
 ROLE = "bench_api_agent"
 
@@ -73,11 +75,13 @@ def free_port() -> int:
 
 
 def start_server(port: int, workers: int = 1, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """`strataflow api` in a subprocess with its rate limit off (measure the server, not the limiter) and the
-    given extra settings, once /readyz answers and every worker has started. Its stderr goes to a file: a
+    """`strataflow api --workers W` in a subprocess with its rate limit off (measure the server, not the
+    limiter) and the given extra settings, once /readyz answers and every worker has started; W = 0 is the
+    server's default (one worker per usable core, strataflow.service.sizing). Its stderr goes to a file: a
     pipe nobody reads would stall a server that logs much (a killed database)."""
     settings = {**os.environ, "STRATAFLOW_API_RATE_PER_S": "0", **(env or {})}
     command = [sys.executable, "-m", "strataflow.cli", "api", "--port", str(port), "--workers", str(workers)]
+    workers = workers_for(workers, usable_cores())
     stderr = tempfile.TemporaryFile()
     server = subprocess.Popen(command, env=settings, stdout=subprocess.DEVNULL, stderr=stderr)
     deadline = time.monotonic() + 600
@@ -241,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients in the throughput phase")
     parser.add_argument("--calls", type=int, default=200, help="timed context calls and writes")
     parser.add_argument("--seconds", type=float, default=15.0, help="length of each throughput phase")
-    parser.add_argument("--workers", type=int, default=2, help="server processes (strataflow api --workers)")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="server processes (strataflow api --workers; 0: one per core)"
+    )
     parser.add_argument(
         "--reuse", action="store_true", help="keep the rows an earlier run loaded in this home"
     )
@@ -262,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     get_embedder(settings).encode(["warm up the model"])
     count_tokens("warm up the counter")
     port = free_port()
+    args.workers = workers_for(args.workers, usable_cores())  # what the server's default makes of it
     log(f"starting the server on port {port} with {args.workers} worker(s)")
     server = start_server(port, args.workers)
     url = f"http://127.0.0.1:{port}"

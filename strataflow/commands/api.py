@@ -12,7 +12,11 @@ def api(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; 0.0.0.0 only behind a TLS proxy."),
     port: int = typer.Option(8700, "--port", min=1, max=65535, help="TCP port."),
     workers: int = typer.Option(
-        1, "--workers", min=1, max=64, help="Server processes (one pool and model each)."
+        0,
+        "--workers",
+        min=0,
+        max=64,
+        help="Server processes (one pool and model each); 0: one per usable core.",
     ),
 ) -> None:
     """Serve the agent memory API over HTTP (FastAPI, uvicorn): /v1 endpoints, /mcp, /docs, /healthz, /readyz.
@@ -20,14 +24,24 @@ def api(
     Requests carry a key from `strataflow access create-key` as `Authorization: Bearer KEY`; each runs as the
     key's database role. SIGTERM (or Ctrl-C) stops taking requests and lets the running ones finish.
 
+    Each worker's Python runs on about one core (the GIL), so by default there is one worker per core this
+    process may use, each with its share of the cores for torch's and BLAS's threads (OMP_NUM_THREADS and
+    MKL_NUM_THREADS, unless set): strataflow.service.sizing.
+
     Example: strataflow api --port 8700 --workers 2
     """
+    import os
+
     from strataflow.db.engine import check_connection
     from strataflow.service.server import serve
+    from strataflow.service.sizing import usable_cores, worker_environment, workers_for
 
     settings = settings_or_exit()
     with cli_errors():
         check_connection(settings)  # start the embedded server (or fail clearly) before the workers do
+    cores = usable_cores()
+    workers = workers_for(workers, cores)
+    os.environ.update(worker_environment(workers, cores, os.environ))  # the workers inherit it
     serve(host, port, workers)
 
 
