@@ -50,6 +50,7 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping
+from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -127,6 +128,16 @@ class StrataflowStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await self._asend(list(ops))
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """PostgresStore's sweeper has nothing to do here: every read omits an expired item (in SQL) and every
+        batch that writes deletes (versioned) up to 100 of them, so this is a finished future."""
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        return True
 
     def search(
         self,
@@ -283,6 +294,15 @@ class AsyncStrataflowStore(StrataflowStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await self._gathered(list(ops), {})
+
+    async def start_ttl_sweeper(  # type: ignore[override]
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """As StrataflowStore.start_ttl_sweeper (expiry needs no sweeper): a finished task."""
+        return asyncio.create_task(asyncio.sleep(0))
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        return True
 
     async def asearch(
         self,

@@ -106,5 +106,7 @@ def pointed_at_strataflow(text: str, flavour: str) -> str:
         f"from lg_support import {flavour}_store, {flavour}_vector_store  # noqa\n"
         f"from lg_support import {flavour}_create_vector_store as _create_vector_store  # noqa\n"
     )
+    if flavour == "async":  # marked when collected: anyio keeps the tests' own parametrize (vector_type)
+        support += "import pytest as _pytest  # noqa\npytestmark = _pytest.mark.anyio\n"
     head, _, body = kept.partition("\nimport ")
     return f"{head}\n{support}import {body}" if body else support + kept
