@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,8 +51,11 @@ pytest_plugins = [
 
 
 @pytest.fixture(scope="session")
-def strataflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("strataflow-home")
+def strataflow_home() -> Iterator[Path]:
+    # Not under pytest's basetemp: as root the server runs as the 'pgserver' user, who must traverse every
+    # parent of its data directory, and any other pytest session started meanwhile makes /tmp/pytest-of-root
+    # 0700 again (the shared server then crashed at its next checkpoint: pg_control, permission denied).
+    home = Path(tempfile.mkdtemp(prefix="strataflow-home-"))
     os.environ["STRATAFLOW_HOME"] = str(home)
     os.environ["PREFECT_HOME"] = str(home / "prefect")
     yield home
@@ -58,6 +63,7 @@ def strataflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
     dispose_engines()
     embedded.stop(home)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

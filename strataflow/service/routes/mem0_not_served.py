@@ -1,8 +1,9 @@
 """The paths of mem0's platform API that strataflow does not serve (feedback, summaries, exports, profiles,
 webhooks, projects): each answers 501 naming the feature once the key is checked, never 404, which mem0's
-client reads as "memory not found". Their operations carry NOT_SERVED_TAG in the OpenAPI document with 501
-among their documented answers: the one place a 501 is expected (the agent walk and Schemathesis hold every
-other route to no server error). Included by strataflow.service.routes.mem0 under /mem0."""
+client reads as "memory not found" (a 501 is its MemoryError). They are left out of the OpenAPI document: they
+are mem0's client's paths, not strataflow's API, and a contract test (Schemathesis) holds every documented
+operation to no server error; docs/integrations.md lists them. Included by strataflow.service.routes.mem0
+under /mem0."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
-from strataflow.service.errors import error_response, error_responses
+from strataflow.service.errors import error_response
 from strataflow.service.mem0_deps import Session, mem0_work
 
-NOT_SERVED_TAG = "mem0: not served"
 NOT_SERVED = {
     "feedback": "feedback on memories (mem0 platform's POST /v1/feedback/)",
     "summary": "memory summaries (mem0 platform's POST /v1/summary/)",
@@ -36,7 +36,7 @@ NOT_SERVED_ROUTES = (
 )
 PATH_PARAMETER = re.compile(r"\{(\w+)(?::\w+)?\}")
 
-router = APIRouter(tags=[NOT_SERVED_TAG])
+router = APIRouter(include_in_schema=False)
 
 
 def _not_served(feature: str, path: str) -> Any:
@@ -47,7 +47,7 @@ def _not_served(feature: str, path: str) -> Any:
             code="not_implemented",
         )  # fmt: skip
 
-    # the path's parameters declared (any string), so the OpenAPI document defines each one it names
+    # the path's parameters declared (any string): FastAPI passes each one the path names
     declared = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[str, Path()])
         for name in PATH_PARAMETER.findall(path)
@@ -61,6 +61,6 @@ for _path, _methods, _feature in NOT_SERVED_ROUTES:
     for _method in _methods:  # one route a method: each operation its own id
         router.add_api_route(
             _path, _not_served(_feature, _path), methods=[_method],
-            responses=error_responses(400, 401, 403, 429, 501, 503), dependencies=[mem0_work("read")],
+            dependencies=[mem0_work("read")],
             summary=f"not served: {_feature}", name=f"not_served_{_feature}_{_method.lower()}_{_path}",
         )  # fmt: skip
