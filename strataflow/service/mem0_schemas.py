@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from models.memory_items import Explain
+from strataflow.service.mem0_filter_schema import MARK
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
@@ -40,7 +41,10 @@ Mem0Filter = Annotated[
     dict[str, Any],
     Field(
         description=FILTER_GRAMMAR,
-        json_schema_extra={"examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}]},
+        json_schema_extra={
+            MARK: True,
+            "examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}],
+        },
     ),
 ]
 
@@ -74,6 +78,16 @@ def _a_boolean(value: Any) -> Any:
 OnlyFalse = Annotated[Literal[False], BeforeValidator(_a_boolean)]
 
 
+_ENTITY_IDS: list[dict[str, Any]] = [  # one of them, as a string (the JSON schema of an add's entity)
+    {"required": [name], "properties": {name: {"type": "string"}}}
+    for name in ("user_id", "agent_id", "run_id")
+]
+
+
+def _in_filters(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": ["filters"], "properties": {"filters": {"type": "object", **schema}}}
+
+
 class Mem0Add(Strict):
     """POST /v3/memories/add/: entity ids at the top level (or in filters), infer=True by default; at least
     one of user_id, agent_id, run_id (a memory without a user belongs to its agent or run alone; infer=True
@@ -83,14 +97,14 @@ class Mem0Add(Strict):
         extra="forbid",
         json_schema_extra={
             "anyOf": [
-                {"required": ["user_id"], "properties": {"user_id": {"type": "string"}}},
-                {"required": ["agent_id"], "properties": {"agent_id": {"type": "string"}}},
-                {"required": ["run_id"], "properties": {"run_id": {"type": "string"}}},
-                {"required": ["filters"], "properties": {"filters": {"type": "object"}}},
+                *_ENTITY_IDS,
+                _in_filters({"anyOf": _ENTITY_IDS}),
             ],
             # infer=false stores and embeds each message in the request: at most MAX_STORED_MESSAGES
             "if": {"required": ["infer"], "properties": {"infer": {"const": False}}},
             "then": {"properties": {"messages": {"maxItems": MAX_STORED_MESSAGES}}},
+            # infer=true (the default) extracts memories about a user: a user_id, at the top or in filters
+            "else": {"anyOf": [_ENTITY_IDS[0], _in_filters(_ENTITY_IDS[0])]},
         },
     )
     messages: Turns | Content = Field(

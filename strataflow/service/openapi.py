@@ -9,11 +9,15 @@ window moves):
   STRATAFLOW_TIMEZONE), with an hour to spare; the service checks the window itself too, to the second;
 - every error status answers application/json with the error body ({"error": {code, message, field}});
 - every string without a pattern, a format or an enum gets `^[^\\x00]*$` (PostgreSQL stores no NUL, so the
-  service refuses one), and an object with `patternProperties` allows no other keys.
+  service refuses one), an object's free keys get it too, and an object with `patternProperties` allows no
+  other keys;
+- query parameters of which a route needs at least one (its `openapi_extra` names them under ONE_OF_QUERY)
+  become one exploded form object (OpenAPI's way to say it): the same `?user_id=...&app_id=...` on the wire.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -25,12 +29,14 @@ from fastapi.openapi.utils import get_openapi
 from models.messages import NO_NUL
 from strataflow.config import Settings
 from strataflow.ingest.online import write_window
+from strataflow.service import mem0_filter_schema
 
 ERROR_BODY = "#/components/schemas/ErrorBody"
 HOUR = timedelta(hours=1)
 MARGIN = HOUR  # the document is made once an hour
 TIME_REST = r":[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?"
 OFFSET_HOURS = range(-14, 15)  # the suffixes the service parses: Z, -14:00 ... +14:00
+ONE_OF_QUERY = "x-strataflow-one-of-query"
 
 
 def created_at_pattern(settings: Settings, now: datetime | None = None) -> str:
@@ -152,17 +158,39 @@ def _base(app: FastAPI) -> dict[str, Any]:
 
 def finish(doc: dict[str, Any], settings: Settings, now: datetime) -> dict[str, Any]:
     """The document with the created_at window and the NUL-free strings (module docstring)."""
-    schemas = doc.get("components", {}).get("schemas", {})
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(copy.deepcopy(mem0_filter_schema.COMPONENTS))  # what mem0's `filters` refer to
     message = schemas.get("MessageIn", {}).get("properties", {})
     if "created_at" in message:
         message["created_at"]["pattern"] = created_at_pattern(settings, now)
     for path in doc.get("paths", {}).values():
         for operation in path.values():
+            _one_of_query(operation)
             for status, response in operation.get("responses", {}).items():
                 if status.isdigit() and int(status) >= 400 and "Readiness" not in json.dumps(response):
                     response["content"] = {"application/json": {"schema": {"$ref": ERROR_BODY}}}
+    _walk(doc, mem0_filter_schema.refer)
     _walk(doc, _tighten)
     return doc
+
+
+def _one_of_query(operation: dict[str, Any]) -> None:
+    """The query parameters the operation names under ONE_OF_QUERY as one exploded form object that needs at
+    least one of them (module docstring)."""
+    names = operation.pop(ONE_OF_QUERY, None)
+    if not names:
+        return
+    chosen = [p for p in operation.get("parameters", []) if p["in"] == "query" and p["name"] in names]
+    scope = {
+        "name": "scope", "in": "query", "required": True, "style": "form", "explode": True,
+        "description": "at least one of " + ", ".join(p["name"] for p in chosen),
+        "schema": {
+            "type": "object", "minProperties": 1, "additionalProperties": False,
+            "properties": {p["name"]: p["schema"] for p in chosen},
+        },
+    }  # fmt: skip
+    kept = [p for p in operation.get("parameters", []) if p not in chosen]
+    operation["parameters"] = [*kept, scope]
 
 
 def _tighten(node: dict[str, Any]) -> None:
@@ -170,6 +198,8 @@ def _tighten(node: dict[str, Any]) -> None:
         node["pattern"] = NO_NUL
     if "patternProperties" in node and "additionalProperties" not in node:
         node["additionalProperties"] = False
+    if node.get("type") == "object" and node.get("additionalProperties", True) is not False:
+        node.setdefault("propertyNames", {"pattern": NO_NUL})  # a JSON key is stored too
 
 
 def _walk(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:

@@ -62,6 +62,7 @@ from strataflow.service.mem0_schemas import (
     Mem0Search,
     Mem0Update,
 )
+from strataflow.service.openapi import ONE_OF_QUERY
 from strataflow.service.routes import mem0_not_served
 from strataflow.service.schemas import Id, SubjectId
 
@@ -310,7 +311,11 @@ def history(memory_id: MemoryId, session: Session, agent_id: AgentParam = None) 
 
 
 @router.delete(
-    "/v1/memories/", response_model=Mem0Done, responses=READ, dependencies=[mem0_work("delete", "heavy")]
+    "/v1/memories/",
+    response_model=Mem0Done,
+    responses=READ,
+    dependencies=[mem0_work("delete", "heavy")],
+    openapi_extra={ONE_OF_QUERY: ["user_id", "agent_id", "run_id", "app_id"]},
 )
 def delete_all(
     session: Session,
