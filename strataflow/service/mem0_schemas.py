@@ -19,7 +19,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from models.memory_items import Explain
-from strataflow.service.mem0_filter_schema import MARK
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
@@ -42,7 +41,6 @@ Mem0Filter = Annotated[
     Field(
         description=FILTER_GRAMMAR,
         json_schema_extra={
-            MARK: True,
             "examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}],
         },
     ),
