@@ -46,19 +46,20 @@ def _run(config: uvicorn.Config) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def dead_db_url(settings: Settings) -> Iterator[str]:
-    """The app with a database that refuses every connection, and a rate limit of 2 at once, 1 a second."""
+    """The app with a database that refuses every connection, and a rate limit of 2 at once, 1 every 4 s (a
+    refused connection can take a second on a busy machine: the bucket must not refill within the test)."""
     from strataflow.service.app import create_app
 
     down = settings.model_copy(update={
         "database_url": SecretStr(f"postgresql://nobody:pw@127.0.0.1:{_port()}/none"),
-        "api_rate_per_s": 1.0, "api_rate_burst": 2,
+        "api_rate_per_s": 0.25, "api_rate_burst": 2,
     })  # fmt: skip
     yield from _run(uvicorn.Config(create_app(down), host="127.0.0.1", port=_port(), log_level="warning"))
 
 
 @pytest.mark.parametrize("auth", [None, "Bearer sf_0badc0de_" + "y" * 43, "Bearer not-a-key"])
 def test_the_rate_limit_answers_before_any_database_work(dead_db_url: str, auth: str | None) -> None:
-    time.sleep(2.5)  # the address bucket of the parameter before refills
+    time.sleep(8.5)  # the address bucket of the parameter before refills
     headers = {"Authorization": auth} if auth else {}
     statuses = [httpx.get(f"{dead_db_url}/v1/memories", headers=headers).status_code for _ in range(5)]
     assert statuses[:2] == [503, 503] and statuses[2:] == [429, 429, 429], statuses
