@@ -40,9 +40,7 @@ Mem0Filter = Annotated[
     dict[str, Any],
     Field(
         description=FILTER_GRAMMAR,
-        json_schema_extra={
-            "examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}],
-        },
+        json_schema_extra={"examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}]},
     ),
 ]
 
