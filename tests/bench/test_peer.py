@@ -3,12 +3,16 @@ own write call makes for the same text (the side by side compares strataflow as 
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 from sqlalchemy import Connection, text
 
 from bench import peer
 from bench.peer_data import TOPICS, memories, people
 from strataflow.adapters import mem0_names as adapters
+from strataflow.config import Settings
 from strataflow.memory import api
 
 # The columns a search or a reader sees (not the ids, times or embedding, which differ by design).
@@ -55,3 +59,24 @@ def test_a_bulk_row_is_the_row_the_write_call_makes(conn: Connection, namespace:
         {"ns": namespace},
     ).scalar_one()
     assert loaded == 3
+
+
+def test_the_vectors_are_encoded_once_and_kept_by_digest(settings: Settings, tmp_path: Path) -> None:
+    home = settings.model_copy(update={"home": tmp_path})
+    texts = [m.text for m in memories(3, seed=5)]
+    digest = hashlib.sha256("\n".join([peer.MODEL, *texts]).encode()).hexdigest()[:16]
+    kept = tmp_path / "bench-cache" / f"peer-vectors-{digest}.npy"  # the lead's 1M file is named so
+    assert peer.vectors_path(tmp_path, texts) == kept
+
+    encoded = peer.encode(home, texts)
+    assert encoded.shape == (3, peer.DIM) and encoded.dtype == np.float32
+    np.testing.assert_array_equal(np.load(kept), encoded)
+
+    marked = np.full((3, peer.DIM), 0.5, dtype=np.float32)  # what only the file can hold
+    np.save(kept, marked)
+    np.testing.assert_array_equal(peer.encode(home, texts), marked)
+
+    np.save(kept, marked[:2])  # another N's shape: encoded again and the file replaced
+    np.testing.assert_allclose(peer.encode(home, texts), encoded, atol=1e-6)
+    assert np.load(kept).shape == (3, peer.DIM)
+    assert [p.name for p in kept.parent.iterdir()] == [kept.name]
