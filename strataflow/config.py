@@ -253,7 +253,9 @@ class Settings(BaseSettings):
     )  # fmt: skip
     api_scan_per_key: int = Field(
         2, ge=1, le=64, description="Scans (a context, a search, a user context: a query encoded and ranked) "
-        "of one API key that run at once per server process; more wait (STRATAFLOW_API_HEAVY_WAIT_S).",
+        "of one API key that run at once per server process while another key or namespace waits for a scan "
+        "turn: a waiting key below it takes the next free turn first. A key alone may use every free scan "
+        "turn of the process (one less than its connection pool); more wait (STRATAFLOW_API_HEAVY_WAIT_S).",
     )  # fmt: skip
     api_scan_max_s: float = Field(
         10.0, gt=0, le=600, description="The work of one scan (a context, a search, a write that embeds its "

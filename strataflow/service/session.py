@@ -66,7 +66,7 @@ class Sessions:
         self._warmed = False
         turns = max(1, POOL_SIZE + MAX_OVERFLOW - 1)  # one connection stays for light requests
         self.turns = Turns(turns, {
-            "scan": Limits(turns, settings.api_scan_per_key, turns),
+            "scan": Limits(turns, settings.api_scan_per_key, turns, lend=True),
             "heavy": Limits(max(1, turns - 1), settings.api_heavy_per_key, settings.api_heavy_per_namespace),
         })  # fmt: skip
 

@@ -15,6 +15,13 @@ whose namespace, then key, holds the fewest turns, then to the one waiting longe
 nothing is served first, whatever the others queue. Turns are not taken away from running work: each holder
 is bounded by its deadline (strataflow.db.engine.work_deadline).
 
+A weight whose limits `lend` (scans: short, bounded work) is work-conserving: a free turn that no waiter
+may take within its key's and namespace's shares goes to the first-ranked waiter anyway (fewest held
+first), so one key alone uses every scan turn of the process instead of leaving some idle. The shares still
+decide while others want turns: a waiting key or namespace below its share takes the next free turn before
+any waiter past its own, so a newcomer waits at most for the first running scan to end. Heavy work does not
+lend: it runs for seconds, and a borrowed turn would keep a newcomer waiting that long.
+
 Everything here runs on the server's event loop (one thread): no locks.
 """
 
@@ -40,11 +47,13 @@ class _Waiter:
 
 @dataclass(frozen=True)
 class Limits:
-    """A weight's bounds: turns of the whole weight, of one key, of one namespace."""
+    """A weight's bounds: turns of the whole weight, of one key, of one namespace; `lend`: turns nobody may
+    take within the key and namespace shares go to the first waiter anyway (module docstring)."""
 
     total: int
     per_key: int
     per_namespace: int
+    lend: bool = False
 
 
 class Turns:
@@ -107,17 +116,22 @@ class Turns:
     def _total(self, weight: Weight) -> int:
         return min(self.limits[weight].total, self.capacity)
 
+    def _free(self, weight: Weight) -> bool:
+        """Whether a turn of `weight` is free: in the process and within the weight's total."""
+        return self._held[()] < self.capacity and self._held[(weight,)] < self._total(weight)
+
     def _allowed(self, waiter: _Waiter) -> bool:
+        """Whether the waiter may take a free turn within its key's and namespace's shares."""
         weight, limits = waiter.weight, self.limits[waiter.weight]
         return (
-            self._held[()] < self.capacity
-            and self._held[(weight,)] < self._total(weight)
+            self._free(weight)
             and self._held[(weight, "key", waiter.key)] < limits.per_key
             and self._held[(weight, "ns", waiter.namespace)] < self._share(weight, waiter.namespace)
         )
 
     def _dispatch(self) -> None:
-        """Grant turns to the waiters that may take one, fewest held first (module docstring)."""
+        """Grant turns to the waiters that may take one, fewest held first; then, of a weight that lends,
+        the free turns nobody may take within the shares, fewest held first too (module docstring)."""
         while True:
             ranked = sorted(
                 self._waiting,
@@ -126,6 +140,9 @@ class Turns:
                 ),
             )  # fmt: skip
             chosen = next((w for w in ranked if self._allowed(w)), None)
+            if chosen is None:
+                lent = (w for w in ranked if self.limits[w.weight].lend and self._free(w.weight))
+                chosen = next(lent, None)
             if chosen is None:
                 return
             self._waiting.remove(chosen)
