@@ -20,9 +20,11 @@ from strataflow.db import embedded
 logger = logging.getLogger(__name__)
 
 # Each process's pool (engine_for): small, since the embedded server allows 100 connections and many processes
-# share it.
-POOL_SIZE = 2
-MAX_OVERFLOW = 2
+# share it. Its connections are kept once opened (no overflow): an overflow connection is closed when it is
+# given back, so an API worker running 3 scans at once opened and closed a server backend for many of its
+# requests (a fork, the login, the vector type lookup and cold catalog caches each time: issue 49).
+POOL_SIZE = 4
+MAX_OVERFLOW = 0
 
 
 class DatabaseError(RuntimeError):

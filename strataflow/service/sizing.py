@@ -9,8 +9,9 @@ and a document encode in one worker would take the core the other's requests nee
 set in the environment is kept. The query encode of a search runs on one thread whatever this says
 (strataflow.retrieval.search.embed_query).
 
-Each worker's connection pool (strataflow.db.engine: 2, up to 4) holds more than the requests one core
-runs at once, so the pool does not bound the workers' throughput; requests past it wait for a connection.
+Each worker's connection pool (strataflow.db.engine: 4, kept once opened) holds more than the requests one
+core runs at once, so the pool does not bound the workers' throughput; requests past it wait for a
+connection.
 """
 
 from __future__ import annotations
