@@ -229,8 +229,9 @@ def _scope_rows(
 
     Without a subject the scope is usually a whole namespace: a cheap probe (strataflow.retrieval.wide)
     says which layers are too wide before any row is read; the others are read, at most exact_limit + 1
-    rows each, and a layer that overflows goes the approximate way too."""
-    too_wide = set() if scope.subject else wide.wide_layers(conn, layers, scope, params, exact_limit)
+    rows each, and a layer that overflows goes the approximate way too. A subject's scope is read unless
+    an earlier read of it overflowed (remembered, then probed: wide.wide_layers)."""
+    too_wide = wide.wide_layers(conn, layers, scope, params, exact_limit)
     candidates = tuple(layer for layer in layers if layer not in too_wide)
     by_layer: dict[str, list[Any]] = {layer: [] for layer in layers}
     if candidates:
@@ -238,6 +239,9 @@ def _scope_rows(
         for row in layer_sql.scope_rows(conn.execute(sql, {**params, "cap": exact_limit + 1})):
             by_layer[row.layer].append(row)
     exact = {layer: layer in candidates and len(by_layer[layer]) <= exact_limit for layer in layers}
+    overflowed = [layer for layer in candidates if not exact[layer]]
+    if overflowed:
+        wide.remember_wide(overflowed, scope, params, exact_limit)
     return by_layer, exact
 
 

@@ -4,11 +4,16 @@ scope's rows. Target: p95 <= 100 ms over 1M L1 rows and 10,000 subjects, query e
 (bench/context.py, `wide_*_ms`).
 
 Per layer:
-- full text (`text_candidates`, run while the query is being embedded): the rows that hold one of the query's
-  *rare* lexemes (estimated share of rows below ``RARE_SHARE``, from the planner's statistics of the `fts`
-  column: `most_common_elems`, kept ``STATS_TTL_S`` seconds), at most ``TEXT_POOL`` GIN matches ranked by
-  ts_rank_cd against the whole query. A word in every tenth row cannot single out a row among a million, and
-  its posting list is what makes a full-text pass slow; the coverage still counts it on the scored candidates;
+- full text (`text_candidates`, run while the query is being embedded): the rows that hold every one of the
+  query's *rare* lexemes (estimated share of rows below ``RARE_SHARE``, from the planner's statistics of the
+  `fts` column: `most_common_elems`, kept ``STATS_TTL_S`` seconds); when none does, those that hold every
+  rare lexeme the statistics list (two or more: the question's own words, "drink" asked of a memory that
+  says "lattes", may be in no row); when none does, those that hold one of them; at most ``TEXT_POOL`` GIN
+  matches ranked by ts_rank_cd against the whole query. A word in every tenth row cannot single out a row
+  among a million, and its posting list is what makes a full-text pass slow; the coverage still counts it on
+  the scored candidates. Rows holding every rare word first: at 1M rows a first and a last name are each in
+  ~9,000 rows, both in ~80, and a pool of 2,000 rows holding either was an arbitrary ninth of them (2,000
+  heap reads and ranks, mostly for rows of other people);
 - dense: the HNSW nearest rows in scope, ``OVERFETCH`` x k (at least ``MIN_CANDIDATES``). L1 is
   partitioned by week and each partition's index returns ``hnsw.ef_search`` rows, so ef_search is twice the
   rows wanted shared out over the partitions (at 5 partitions: 20, about a third of the time of 50); when
@@ -27,6 +32,7 @@ path when the read overflows), a stale "wide" one only means approximate scoring
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -43,6 +49,7 @@ TEXT_POOL = 2000
 RARE_SHARE = 0.02  # a lexeme in more than this share of a layer's rows is not used to find candidates
 STATS_TTL_S = 600.0
 PROBE_TTL_S = 60.0
+MAX_PROBES = 10_000
 MIN_EF_SEARCH = 20
 MAX_EF_SEARCH = 1000  # pgvector's upper bound
 NEIGHBOURS = WINDOW
@@ -78,20 +85,52 @@ _PROBES: dict[tuple[Any, ...], tuple[float, bool]] = {}
 def wide_layers(
     conn: Connection, layers: tuple[str, ...], scope: Scope, params: dict[str, Any], exact_limit: int
 ) -> set[str]:
-    """The layers whose scope holds more than exact_limit rows (probed, then remembered PROBE_TTL_S)."""
+    """The layers whose scope holds more than exact_limit rows (probed, then remembered PROBE_TTL_S).
+
+    A subject's scope is usually small, so it is not probed (search reads it, capped) until a read of it
+    overflowed (`remember_wide`); from then on it is probed again when that answer is PROBE_TTL_S old, and
+    forgotten when the probe finds it small. A subject of 100k items was read to its cap of 3,001 rows with
+    their term frequencies before every search went the approximate way: three quarters of its time."""
     now = time.monotonic()
-    keys = {
-        layer: (params["namespace"], layer, scope, exact_limit, params.get("since"), params.get("until"))
-        for layer in layers
-    }
+    keys = {layer: probe_key(layer, scope, params, exact_limit) for layer in layers}
     unknown = tuple(
-        layer for layer in layers if now - _PROBES.get(keys[layer], (-1e9, False))[0] > PROBE_TTL_S
+        layer
+        for layer in layers
+        if (keys[layer] in _PROBES or not scope.subject)
+        and now - _PROBES.get(keys[layer], (-1e9, False))[0] > PROBE_TTL_S
     )
     if unknown:
         rows = conn.execute(probe_sql(unknown, scope), {**params, "cap": exact_limit}).all()
         for row in rows:
-            _PROBES[keys[row.layer]] = (now, bool(row.wide))
-    return {layer for layer in layers if _PROBES[keys[layer]][1]}
+            if scope.subject and not row.wide:
+                _PROBES.pop(keys[row.layer], None)
+            else:
+                _remember(keys[row.layer], now, bool(row.wide))
+    return {layer for layer in layers if _PROBES.get(keys[layer], (0.0, False))[1]}
+
+
+def remember_wide(layers: Sequence[str], scope: Scope, params: dict[str, Any], exact_limit: int) -> None:
+    """The layers' scope found wider than exact_limit by a capped read (search's): not read again for
+    PROBE_TTL_S."""
+    now = time.monotonic()
+    for layer in layers:
+        _remember(probe_key(layer, scope, params, exact_limit), now, True)
+
+
+def probe_key(layer: str, scope: Scope, params: dict[str, Any], exact_limit: int) -> tuple[Any, ...]:
+    """What a scope's width depends on: its filters and their values (the viewer's and an item filter's)."""
+    filtered = repr(sorted((name, value) for name, value in params.items() if name.startswith("f_")))
+    return (
+        params["namespace"], params.get("subject_id") if scope.subject else None, layer, scope, exact_limit,
+        params.get("since"), params.get("until"), params.get("agent_id"),
+        tuple(params.get("also_visible", ())), filtered,
+    )  # fmt: skip
+
+
+def _remember(key: tuple[Any, ...], now: float, is_wide: bool) -> None:
+    if len(_PROBES) >= MAX_PROBES and key not in _PROBES:
+        _PROBES.clear()  # a process that saw this many scopes starts over (a probe each)
+    _PROBES[key] = (now, is_wide)
 
 
 @lru_cache(maxsize=64)
@@ -124,12 +163,26 @@ def text_candidates(
         if not rare:
             found[layer] = []
             continue
-        rows = conn.execute(
-            text_ids_sql(layer, scope),
-            {**params, "rare": " | ".join(_quoted(lexeme) for lexeme in rare), "n": _n(k), "pool": TEXT_POOL},
-        )
-        found[layer] = [int(r.id) for r in rows]
+        n = _n(k)
+        listed = [lexeme for lexeme in rare if lexeme in shares]
+        tries = [" & ".join(_quoted(x) for x in rare)]  # rows holding every rare word first, then
+        if len(rare) > len(listed) > 1:  # those holding every rare word the rows are known to hold (a
+            tries.append(" & ".join(_quoted(x) for x in listed))  # question's own words may be in none)
+        if len(rare) > 1:  # and when no row holds them together, those holding one of them
+            tries.append(" | ".join(_quoted(x) for x in rare))
+        every: list[int] = []
+        for tsquery in tries:
+            every = [int(r.id) for r in _text_ids(conn, layer, scope, params, tsquery, n)]
+            if every:
+                break
+        found[layer] = every
     return found
+
+
+def _text_ids(
+    conn: Connection, layer: str, scope: Scope, params: dict[str, Any], tsquery: str, n: int
+) -> Any:
+    return conn.execute(text_ids_sql(layer, scope), {**params, "rare": tsquery, "n": n, "pool": TEXT_POOL})
 
 
 def lexeme_shares(conn: Connection, table: str) -> tuple[dict[str, float], float]:
