@@ -187,10 +187,10 @@ def _ranked_hits(
     read = tuple(dict.fromkeys(wanted + extra))
     by_layer, exact = _scope_rows(conn, read, scope, params, exact_limit)
     approximate = [layer for layer in read if not exact[layer]]
-    # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
-    text_ids = wide.text_candidates(conn, approximate, scope, params, k) if approximate else {}
-    reading = _reading(query, settings, by_layer, now, params["subject_id"])
     lexemes = list(conn.execute(layer_sql.QUERY_LEXEMES, params).scalar() or [])
+    # Wide layers: full-text candidates need no embedding, so they are found while it is computed.
+    text_ids = wide.text_candidates(conn, approximate, scope, params, k, lexemes) if approximate else {}
+    reading = _reading(query, settings, by_layer, now, params["subject_id"])
     dense = without_speakers(pending_text, reading.speakers) if reading.speakers else pending_text
     params["qvec"] = _query_vector(settings, pending_text, dense, pending, query_embedding, owned)
     params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, dense, by_layer, bool(approximate), params)

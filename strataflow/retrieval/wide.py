@@ -70,10 +70,6 @@ SELECT_FTS_STATS = text(
       and (tablename = :table or tablename like :table || '\\_w%')
     """
 )
-SELECT_QUERY_LEXEMES = text(
-    "select tsvector_to_array(to_tsvector('english', cast(:w_en as text)) "
-    "|| to_tsvector('simple', cast(:w_zh as text))) as lexemes"
-)
 COUNT_PARTITIONS = text(
     "select count(*) from pg_inherits where inhparent = cast('conversation_messages' as regclass)"
 )
@@ -152,10 +148,10 @@ def probe_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
 
 
 def text_candidates(
-    conn: Connection, layers: list[str], scope: Scope, params: dict[str, Any], k: int
+    conn: Connection, layers: list[str], scope: Scope, params: dict[str, Any], k: int, lexemes: Sequence[str]
 ) -> dict[str, list[int]]:
-    """Per layer, the best full-text matches of the query's rare lexemes (see the module docstring)."""
-    lexemes = conn.execute(SELECT_QUERY_LEXEMES, params).scalar_one() or []
+    """Per layer, the best full-text matches of the query's rare `lexemes` (layer_sql.QUERY_LEXEMES: its
+    English stems and Chinese words; see the module docstring)."""
     found: dict[str, list[int]] = {}
     for layer in layers:
         shares, floor = lexeme_shares(conn, TABLES[layer])

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, event, text
 
 from strataflow.memory.store import upsert_item
 from strataflow.retrieval import wide
-from strataflow.retrieval.layer_sql import Scope
+from strataflow.retrieval.layer_sql import QUERY_LEXEMES, Scope
 from strataflow.retrieval.search import query_terms, search
 
 PEOPLE = ("Nora Pham", "Nora Costa", "Ivan Pham", "Lena Berg", "Omar Haddad", "Ines Moreau")
@@ -94,7 +94,8 @@ def test_text_candidates_hold_every_rare_word_before_any(conn: Connection, names
             "namespace": namespace, "subject_id": "one-user", "agent_id": None, "also_visible": [],
             **query_terms(query),
         }  # fmt: skip
-        ids = wide.text_candidates(conn, ["items"], scope, params, k=10)["items"]
+        lexemes = conn.execute(QUERY_LEXEMES, params).scalar_one()
+        ids = wide.text_candidates(conn, ["items"], scope, params, 10, lexemes)["items"]
         found = conn.execute(
             text("select statement from memory_items where item_id = any(:ids)"), {"ids": ids}
         ).scalars()
