@@ -219,10 +219,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     engine = engine_for(settings)
     migrations.upgrade(engine)
     run = uuid.uuid4().hex[:8]
-    shapes, shape_misses = run_shapes(engine, settings, run, args.split, args.data)
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    shapes, shape_misses = run_shapes(engine, settings, run, args.split, args.data, dump)
     for miss in shape_misses:
         log(f"shape miss: {miss}")
     if args.shapes_only:
+        if dump:
+            dump.close()
         print(json.dumps({"split": args.split, **shapes}, ensure_ascii=False))
         return
     subjects, unrelated = load_subjects(args.split, args.data)
@@ -233,7 +236,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     log(f"stored {sum(len(s.facts) for s in subjects)} facts of {len(subjects)} subjects in {namespaces}")
     baseline = baseline_top1(settings, subjects)
     models = encoders(settings) if args.dump else {}
-    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
 
     tallies = {key: Tally() for key in (*LANGS, *(f"holdout_{lang}" for lang in LANGS))}
     misses: list[str] = []

@@ -126,6 +126,9 @@ class EmbedResult(BaseModel):
     weekly_reports: int = 0
     insights: int = 0
     asset_chunks: int = 0
+    memory_items_multi: int = Field(
+        0, description="items given their multilingual vector (memory_items.embedding_multi)"
+    )
     encoded: int = 0
     cache_hits: int = 0
 

@@ -12,6 +12,11 @@ unchanged write, a history-only version and a delete encode nothing, so a rerun 
 encodes. The vector is encoded directly, not looked up in embedding_cache: the write may run as an agent role,
 which has no access to that cache (a cache keyed by text alone cannot be scoped to a namespace, sql/091).
 Without settings (a caller that gives none) the embedding stays null for the embed stage to fill.
+
+One multilingual space (issue 44): an item whose text the default model embeds (English) also gets its vector
+under the multilingual model (`multi_model`: settings.embed_cjk_model), `embedding_multi` (sql/400), so a
+question in the other language meets it there (strataflow.retrieval.layer_sql); a CJK item's own vector is
+already under that model. `encoded_ahead` encodes it with the others, before the write's connection is taken.
 """
 
 from __future__ import annotations
@@ -64,19 +69,26 @@ def encoded_ahead(
     encoded as usual. `under`: (model, text) pairs that `vectors_under` will ask for (a store item's
     texts, each embedded under its item's model), encoded in the same calls."""
     by_model: dict[str, set[str]] = {}
+    multi = multi_model(settings)
     for statement in {s.strip(TRIMMED) for s in statements if s.strip(TRIMMED)}:
-        by_model.setdefault(model_for_text(settings, statement), set()).add(statement)
+        model = model_for_text(settings, statement)
+        by_model.setdefault(model, set()).add(statement)
+        if multi is not None and model != multi:  # its multilingual vector too (item_multi_vector)
+            by_model.setdefault(multi, set()).add(statement)
     for model, said in under:
         by_model.setdefault(model, set()).add(said)
     encoded = dict(_AHEAD_UNDER.get() or {})  # an enclosing block's vectors: not encoded again
-    for model, texts in by_model.items():
-        ordered = sorted(said for said in texts if (model, said) not in encoded)
-        if not ordered:
-            continue
+    wanted = {
+        model: sorted(t for t in texts if (model, t) not in encoded) for model, texts in by_model.items()
+    }
+    if any(wanted.values()):
         with telemetry.timed("embed_on_write"):  # the API's writes encode here: one observation per call
-            vectors: Any = get_embedder(settings, model).encode(ordered)
-        for said, vector in zip(ordered, vectors, strict=True):
-            encoded[(model, said)] = np.asarray(vector, dtype=np.float32)
+            for model, ordered in wanted.items():
+                if not ordered:
+                    continue
+                vectors: Any = get_embedder(settings, model).encode(ordered)
+                for said, vector in zip(ordered, vectors, strict=True):
+                    encoded[(model, said)] = np.asarray(vector, dtype=np.float32)
     ahead = {
         said: (vector, model)
         for (model, said), vector in encoded.items()
@@ -122,3 +134,26 @@ def item_vector(
     with telemetry.timed("embed_on_write"):
         vector = get_embedder(settings, model).encode([wanted])[0]
     return np.asarray(vector, dtype=np.float32), model
+
+
+def multi_model(settings: Settings) -> str | None:
+    """The multilingual model every item has a vector under (settings.embed_cjk_model), or None when it is
+    unset or the default model itself (every vector is multilingual already)."""
+    multi = settings.embed_cjk_model
+    return multi if multi and multi != settings.embedding_model else None
+
+
+def item_multi_vector(
+    conn: Connection, settings: Settings, statement: str | None, key: str, value: Any, model: str
+) -> tuple[np.ndarray | None, str | None]:
+    """(vector, model name) of an item's text under the multilingual model when `model`, the one its own
+    embedding is under, is another; (None, None) when its own is multilingual (or there is no such model).
+    Encoded ahead (`encoded_ahead`) when the write's caller did, else here."""
+    multi = multi_model(settings)
+    if multi is None or model == multi:
+        return None, None
+    ahead = _AHEAD_UNDER.get() or {}
+    trimmed = (statement or "").strip(TRIMMED)
+    if (multi, trimmed) in ahead:  # a non-empty trimmed statement is ITEM_TEXT's text
+        return ahead[(multi, trimmed)], multi
+    return vectors_under(settings, multi, [item_text(conn, statement, key, value)])[0], multi

@@ -41,12 +41,13 @@ INSERT_ITEM = text(
     f"""
     insert into memory_items (namespace, subject_id, agent_id, kind, key, value, statement, category,
         importance, confidence, source, version, valid_from, fts, source_message_ids, metadata, run_id,
-        prompt_version, model, name, description, entry_type, is_shared, embedding, embedding_model)
+        prompt_version, model, name, description, entry_type, is_shared, embedding, embedding_model,
+        embedding_multi, embedding_multi_model)
     values (:namespace, :subject_id, :agent_id, :kind, :key, cast(:value as jsonb), :statement, :category,
         :importance, :confidence, :source, 1, :event_at, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
         :source_message_ids, cast(:metadata as jsonb), :run_id, :prompt_version, :model, :name, :description,
         :entry_type, coalesce(cast(:is_shared as boolean), false), cast(:embedding as vector),
-        :embedding_model)
+        :embedding_model, cast(:embedding_multi as vector), cast(:embedding_multi_model as text))
     on conflict (namespace, subject_id, agent_id, kind, key) do nothing
     returning item_id
     """
@@ -61,6 +62,10 @@ UPDATE_ITEM = text(
             when statement is distinct from :statement then null else embedding end,
         embedding_model = case when cast(:embedding as vector) is not null then :embedding_model
             when statement is distinct from :statement then null else embedding_model end,
+        embedding_multi = case when cast(:embedding as vector) is not null
+            then cast(:embedding_multi as vector) else embedding_multi end,
+        embedding_multi_model = case when cast(:embedding as vector) is not null
+            then cast(:embedding_multi_model as text) else embedding_multi_model end,
         fts = {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
         source_message_ids = :source_message_ids, metadata = metadata || cast(:metadata as jsonb),
         run_id = :run_id, prompt_version = :prompt_version, model = :model,

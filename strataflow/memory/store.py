@@ -42,7 +42,7 @@ from sqlalchemy import Connection
 from models.common import DEFAULT_IMPORTANCE, MemoryKind
 from models.vocabulary import SNAKE_KEY
 from strataflow.config import Settings
-from strataflow.memory.item_embedding import item_vector
+from strataflow.memory.item_embedding import item_multi_vector, item_vector
 from strataflow.memory.item_versions import (
     RESTORED_COLUMNS,
     CurrentItem,
@@ -235,6 +235,8 @@ def _row(
         "model": model,
         "embedding": None,  # null: the row keeps its embedding unless its statement changes
         "embedding_model": None,
+        "embedding_multi": None,  # the multilingual vector (item_multi_vector), written with the embedding
+        "embedding_multi_model": None,
     }
 
 
@@ -247,6 +249,9 @@ def _embedding(
         return
     row["embedding"], row["embedding_model"] = item_vector(
         conn, settings, row["statement"], row["key"], row["raw_value"]
+    )
+    row["embedding_multi"], row["embedding_multi_model"] = item_multi_vector(
+        conn, settings, row["statement"], row["key"], row["raw_value"], row["embedding_model"]
     )
 
 

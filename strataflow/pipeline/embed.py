@@ -50,6 +50,7 @@ from strataflow.llm.embeddings import (
     vectors_for,
 )
 from strataflow.memory.item_embedding import ITEM_TEXT
+from strataflow.pipeline import embed_multi
 from strataflow.pipeline.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -275,7 +276,8 @@ def _in_transaction(engine: Engine, work: Callable[..., None], *args: Any) -> No
 def embed_pending(
     settings: Settings, reembed: bool = False, progress: bool = True, namespace: str | None = None
 ) -> EmbedResult:
-    """Embed every pending row of the five tables (optionally one namespace), one transaction per page."""
+    """Embed every pending row of the five tables (optionally one namespace), one transaction per page, then
+    the items' multilingual vectors (strataflow.pipeline.embed_multi)."""
     engine = engine_for(settings)
     result = EmbedResult(model=" + ".join(embedding_models(settings)))
     with engine.connect() as conn:
@@ -284,4 +286,10 @@ def embed_pending(
         for target in TARGETS:
             if pending[target.table]:
                 embed_table(engine, settings, target, reembed, namespace, result, advance)
+    multi = embed_multi.count_pending(engine, settings, namespace)
+    with progress_bar("multilingual item vectors", multi, progress) as advance:
+        if multi:
+            written = embed_multi.embed_multi(engine, settings, namespace, advance)
+            result.memory_items_multi = sum(written.values())
+            result.encoded += result.memory_items_multi
     return result

@@ -99,6 +99,21 @@ _REPORT_EVENT_IDS = (
     "cross join lateral jsonb_array_elements(case when jsonb_typeof(e->'message_ids') = 'array' "
     "then e->'message_ids' else '[]'::jsonb end) x)"
 )
+# One multilingual space for items (sql/400): a question and an item in different languages (a CJK question,
+# :q_multi, and a non-CJK item; or the reverse) are compared under the multilingual model (:multi_model), a
+# non-CJK item through its embedding_multi, and scored under that model's cross-language calibration: their
+# model reads :multi_cross (strataflow.retrieval.ranking.cross_language). The HNSW path (vector_ids_sql)
+# keeps i.embedding: its index is on that column.
+_ITEM_MULTI = (
+    "cast(:q_multi as boolean) and i.embedding_multi is not null "
+    "and i.embedding_multi_model = cast(:multi_model as text)"
+)
+_ITEM_MODEL = (
+    f"(case when {_ITEM_MULTI} then cast(:multi_cross as text) when not cast(:q_multi as boolean) "
+    "and i.embedding_model = cast(:multi_model as text) then cast(:multi_cross as text) "
+    "else i.embedding_model end)"
+)
+_ITEM_EMBEDDING = f"(case when {_ITEM_MULTI} then i.embedding_multi else i.embedding end)"
 LAYER_SQL: dict[str, dict[str, str | None]] = {
     "messages": {
         "from": "conversation_messages m",
@@ -126,7 +141,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "i.subject_id",
         "text": "coalesce(i.statement, i.key || ': ' || coalesce(i.value::text, ''))",
         "embedding": "i.embedding",
-        "model": "i.embedding_model",
+        "model": _ITEM_MODEL,
         "fts": "i.fts",
         "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
         f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
@@ -192,12 +207,14 @@ QUERY_CTE = (
 # The query's own lexemes (English stems, Chinese words): what a row's coverage is counted against.
 QUERY_LEXEMES = text(f"{QUERY_CTE} select lexemes from ql")
 # Each row is compared with the query's vector of the row's own model: :qvec_cjk for rows of :cjk_model (the
-# CJK embedder, when one is configured), :qvec for the others. A statement (every layer but the turns) has its
+# CJK embedder, when one is configured) or of :cjk_cross (an item compared across languages, under the same
+# model), :qvec for the others. A statement (every layer but the turns) has its
 # hubness taken off, its inner product with the model's question centroid (:qcent, :qcent_cjk; a zero vector
 # for a model that is not centred), less a typical statement's (:qhub, :qhub_cjk):
 # strataflow.retrieval.question_centroid.
 _SIMILARITY = (
     "case when {embedding} is null then null when {model} = cast(:cjk_model as text) "
+    "or {model} = cast(:cjk_cross as text) "
     "then 1 - ({embedding} <=> :qvec_cjk){hub_cjk} else 1 - ({embedding} <=> :qvec){hub} end"
 )
 
@@ -207,13 +224,13 @@ def similarity_sql(layer: str) -> str:
     s = LAYER_SQL[layer]
     if layer == "messages":
         return _SIMILARITY.format(embedding=s["embedding"], model=s["model"], hub="", hub_cjk="")
-    own = _statement_similarity(str(s["embedding"]), str(s["model"]))
     if layer != "items":
-        return own
+        return _statement_similarity(str(s["embedding"]), str(s["model"]))
+    own = _statement_similarity(_ITEM_EMBEDDING, str(s["model"]))
     # An item with one vector per indexed text (memory_items.path_embeddings, all under its model): the best.
     best = _statement_similarity("p.v", str(s["model"]))
     return (
-        f"case when i.path_embeddings is null then {own} "
+        f"case when i.path_embeddings is null or ({_ITEM_MULTI}) then {own} "
         f"else (select max({best}) from unnest(i.path_embeddings) as p(v)) end"
     )
 

@@ -85,7 +85,15 @@ CALIBRATION: dict[str, DenseCalibration] = {
     # unrelated queries up to 0.86 (fit subjects: 0.818 + 0.07 of reference and 0.8625: midpoint 0.875).
     # Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by meaning alone.
     "multilingual-e5-small": DenseCalibration(center=0.875, slope=40.0, words=0.0),
+    # multilingual-e5-small between a question and a memory in different languages (a Chinese question about
+    # an English fact, or the reverse: strataflow.retrieval.layer_sql's multilingual space): right answers
+    # 0.74-0.84 (0.88 within one language), unrelated queries up to 0.78. Fitted by `python -m
+    # bench.fit_ranking` on bench.facts' fit subjects (slope: the spread of right answers within and across
+    # languages; centre: the margin rule above) and checked on the holdout ones (docs/retrieval-quality.md);
+    # tests/retrieval/test_fit_ranking.py fails when these are not the fit's.
+    "multilingual-e5-small:cross": DenseCalibration(center=0.802, slope=36.6, words=0.0),
 }
+CROSS_LANGUAGE = ":cross"  # a model's name + this: its cosines between texts of different languages
 # A query that refers to the subject searched (their name, or he / she / 她 within their memory) is about
 # them: every row of the subject gets this much, in logit units, whatever the model. It is what the name adds
 # to a row's similarity when it is left in the query, measured on bench.facts' English fit subjects: 3.1
@@ -134,6 +142,11 @@ def canonical_model(model: str | None) -> str:
     sentence-transformers/, case), so `intfloat/multilingual-e5-small` is `multilingual-e5-small`."""
     name = (model or DEFAULT_MODEL).strip().rsplit("/", 1)[-1].lower()
     return next((known for known in CALIBRATION if known.lower() == name), name)
+
+
+def cross_language(model: str) -> str:
+    """The calibration's name for `model`'s cosine between texts of different languages."""
+    return f"{model}{CROSS_LANGUAGE}"
 
 
 _UNCALIBRATED: set[str] = set()

@@ -53,7 +53,7 @@ from strataflow.retrieval.layer_sql import LAYERS, ItemFilter, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers, without_subject
 from strataflow.retrieval.question_centroid import question_centroid
-from strataflow.retrieval.ranking import Candidate, rank
+from strataflow.retrieval.ranking import Candidate, cross_language, rank
 from strataflow.textsearch import or_query_parts
 
 SCORE_DIGITS = 4  # a hit's score is rounded once, here, so every surface shows the same number
@@ -149,6 +149,7 @@ def search(
         "also_visible": sorted(item_filter.also_visible) if item_filter else [],
         **(item_filter.params if item_filter else {}),
         **query_terms(query),
+        **_multilingual(settings, query),
     }
     wanted = tuple(dict.fromkeys(layers))
     with collector_paused():  # the search's rows die with _ranked_hits' frame, before the collector resumes
@@ -278,21 +279,40 @@ def _reading(
     return read_query(query, speakers, settings.tz, now or datetime.now(UTC), subject_id)
 
 
+def _multilingual(settings: Settings, query: str) -> dict[str, Any]:
+    """The parameters of the items' multilingual space (layer_sql._ITEM_MODEL): :multi_model (the model every
+    item has a vector under: item_embedding.multi_model), :multi_cross (its name for a comparison across
+    languages: ranking.cross_language) and :q_multi (the query is text of that model: CJK)."""
+    from strataflow.llm.embeddings import model_for_text
+    from strataflow.memory.item_embedding import multi_model
+
+    multi = multi_model(settings)
+    return {
+        "multi_model": multi,
+        "multi_cross": cross_language(multi) if multi else None,
+        "q_multi": bool(multi) and model_for_text(settings, query) == multi,
+        "cjk_cross": None,
+    }
+
+
 def _cjk_query(
     settings: Settings, query: str, by_layer: dict[str, list[Any]], wide_scope: bool, params: dict[str, Any]
 ) -> tuple[str | None, np.ndarray]:
     """(:cjk_model, :qvec_cjk): rows embedded by the CJK model (model_for_text) are compared with the query's
-    vector under that model. Encoded only when such rows are in the exact scope, or, in a wide scope, when
-    the query itself is CJK text (a wide English query leaves CJK rows at the similarity of unrelated
-    vectors, near zero after calibration: docs/retrieval.md)."""
+    vector under that model, as are items compared across languages (their model :multi_cross, set as
+    :cjk_cross here). Encoded only when such rows are in the exact scope, or, in a wide scope, when the query
+    itself is CJK text (a wide English query leaves CJK rows at the similarity of unrelated vectors, near zero
+    after calibration: docs/retrieval.md)."""
     from strataflow.llm.embeddings import model_for_text, query_embeddings
 
     cjk = settings.embed_cjk_model or None
     if cjk is None or cjk == settings.embedding_model:
         return None, params["qvec"]
-    in_scope = any(getattr(row, "model", None) == cjk for rows in by_layer.values() for row in rows)
+    models = {cjk, params.get("multi_cross")}
+    in_scope = any(getattr(row, "model", None) in models for rows in by_layer.values() for row in rows)
     if not in_scope and not (wide_scope and model_for_text(settings, query) == cjk):
         return None, params["qvec"]
+    params["cjk_cross"] = params.get("multi_cross")
     return cjk, np.asarray(query_embeddings(settings, query, models=[cjk])[cjk], dtype=np.float32)
 
 

@@ -104,10 +104,11 @@ def test_embed_pending_embeds_every_table_and_encodes_identical_texts_once(
         weekly_reports=1,
         insights=1,
         asset_chunks=0,
-        encoded=5,
+        memory_items_multi=1,  # the English item's multilingual vector (strataflow.pipeline.embed_multi)
+        encoded=6,
         cache_hits=1,
     )
-    assert encode_count() - before == 5
+    assert encode_count() - before == 6
     with engine.connect() as conn:
         rows = conn.execute(EMBEDDED_ROWS, {"ns": seeded}).all()
     assert sorted(rows) == sorted(
