@@ -13,7 +13,7 @@ throughout.
 Pages of PAGE_ITEMS by item id: read (one connection, returned), encoded with no connection held, written in
 one transaction by primary key, guarded by the statement read (an item whose statement changed meanwhile keeps
 its null, and the trigger of sql/400 cleared any old one): an interrupted run keeps its pages, a rerun encodes
-nothing. The vectors are encoded directly (no embedding_cache: its rows are the embeddings').
+nothing. The vectors are encoded directly, not looked up in or added to embedding_cache.
 """
 
 from __future__ import annotations
