@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 OPERATORS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "contains", "icontains")
 RANGE = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 MAX_VALUES = 100  # values of one in / nin list
+# RFC 3339's forms that datetime.fromisoformat does not read: a lowercase t or z, a leap second (:60)
+RFC3339_REST = re.compile(r"^(\d{4}-\d\d-\d\d)[Tt](\d\d:\d\d)(:60)?(.*?)[zZ]?$")
 EXISTS = "exists"  # the wildcard "*": any value
 
 
@@ -120,6 +123,8 @@ def text_condition(
     indexed column whose value `x` is, where x is not null), so an index serves them."""
 
     def text_of(value: Any) -> str:
+        if isinstance(value, float) and value.is_integer():  # JSON's 7.0 is the integer 7
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             raise FilterError(where, f"{op} takes a text here, got {json.dumps(value)[:80]}")
         return str(value)
@@ -151,9 +156,19 @@ def time_condition(x: str, op: str, operand: Any, bind: Bound, where: str) -> st
     if op not in signs:
         raise FilterError(where, f"a time takes eq, ne, gt, gte, lt, lte or '*', not {op!r}")
     try:
-        when = datetime.fromisoformat(str(operand))
+        when = datetime.fromisoformat(_rfc3339(str(operand)))
     except ValueError:
         raise FilterError(where, f"{op} takes an ISO 8601 time, got {json.dumps(operand)[:80]}") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return f"({x} {signs[op]} {bind(when, 'timestamptz')})"
+
+
+def _rfc3339(text: str) -> str:
+    """An RFC 3339 time as datetime.fromisoformat reads it (a leap second is its minute's second 59)."""
+    found = RFC3339_REST.match(text)
+    if found is None:
+        return text
+    day, minute, leap, rest = found.groups()
+    zone = "Z" if text.endswith(("z", "Z")) else ""
+    return f"{day}T{minute}{':59' if leap else ''}{rest}{zone}"

@@ -8,9 +8,12 @@ A filter is an object whose keys are ANDed:
   (mem0 OSS's flat form, {"user_id": "u", "topic": "music"});
 - `AND`, `OR`, `NOT`: lists of filters (NOT: none of them holds).
 A field's condition is a value (equality), "*" (any value), a list (one of them) or an object of operators
-(eq, ne, gt, gte, lt, lte, in, nin, contains, icontains; several are ANDed). The top-level ids of a request
+(eq, ne, gt, gte, lt, lte, in, nin, contains, icontains; several are ANDed); a metadata field's values are
+JSON scalars (null too, in eq, ne, in and nin), no text anywhere holds NUL. The top-level ids of a request
 (`delete_all(user_id=...)`, an older client's search) are ANDed with it. Bounds (FilterTooLarge, 422): at most
-MAX_CONDITIONS conditions, nested at most MAX_DEPTH deep.
+MAX_DEPTH levels of filters (the request's own, and those of its AND / OR / NOT lists), FILTER_KEYS and
+METADATA_KEYS keys at each, MAX_PARTS filters a list, MAX_OPERATORS operators a condition.
+strataflow.service.mem0_filter_schema states exactly this grammar as the OpenAPI document's JSON schema.
 
 What a memory's fields are in SQL (alias `a`): user_id its subject unless the subject is an entity's own
 (`entity_subject`: a memory of an agent or a run alone), agent_id its agent, run_id `RUN_SQL`, app_id and
@@ -38,9 +41,13 @@ CONVERSATION_KEY = "conversation_id"  # metadata field of a memory added with a 
 APP_KEY = "app_id"  # metadata field of a memory added with an app_id
 IDENTITY_FIELDS = ("user_id", "agent_id", "run_id", "app_id")
 TIME_FIELDS = ("created_at", "updated_at")
-LOGIC = {"AND": "and", "OR": "or", "NOT": "not", "$and": "and", "$or": "or", "$not": "not"}
-MAX_CONDITIONS = 64
-MAX_DEPTH = 4
+LOGIC = {"AND": "and", "OR": "or", "NOT": "not"}
+MAX_DEPTH = 2  # the request's filter and the filters of its AND / OR / NOT lists
+FILTER_KEYS = (8, 4)  # keys of a filter at depth 1, 2 (its logic keys and `metadata` included)
+METADATA_KEYS = (8, 4)  # fields of a `metadata` object in a filter at depth 1, 2
+MAX_PARTS = 5  # filters of one AND / OR / NOT list
+MAX_OPERATORS = 2  # operators of one condition ({"gte": 2, "lt": 5})
+MAX_CONDITIONS = 256  # more than those bounds allow (238, with a request's four top-level ids): a safety net
 SOURCE = "mem0"  # the L1 source of the messages of an infer=true add (their keys: "<event id>:<position>")
 ENTITY_SUBJECT = "mem0/"  # subjects of memories with no user: "mem0/agent/<id>", "mem0/run/<id>"
 
@@ -139,6 +146,7 @@ def parse_filters(filters: Mapping[str, Any] | None, **top_level: str | None) ->
         Condition(name, None, "eq", value, name) for name, value in top_level.items() if value is not None
     ]
     if filters is not None:
+        _nul_free(filters, "filters")
         parts.append(_object(filters, "filters", 1))
     root = Group("and", tuple(parts))
     count = sum(1 for _ in _conditions(root))
@@ -152,17 +160,23 @@ def _object(node: Any, where: str, depth: int) -> Group:
         raise FilterError(where, f"a filter is an object, got {type(node).__name__}")
     if depth > MAX_DEPTH:
         raise FilterTooLarge(where, f"filters nest at most {MAX_DEPTH} levels deep")
+    if len(node) > FILTER_KEYS[depth - 1]:
+        raise FilterTooLarge(where, f"at most {FILTER_KEYS[depth - 1]} keys in a filter {depth} levels deep")
     parts: list[Group | Condition] = []
     for key, value in node.items():
         here = f"{where}.{key}"
         if key in LOGIC:
             if not isinstance(value, list) or not value:
                 raise FilterError(here, f"{key} takes a non-empty list of filters")
+            if len(value) > MAX_PARTS:
+                raise FilterTooLarge(here, f"{key} takes at most {MAX_PARTS} filters")
             children = tuple(_object(part, f"{here}[{i}]", depth + 1) for i, part in enumerate(value))
             parts.append(Group("or" if LOGIC[key] == "or" else LOGIC[key], children))
         elif key == "metadata":
             if not isinstance(value, Mapping) or not value:
                 raise FilterError(here, "an object of metadata fields, each a value or {operator: value}")
+            if len(value) > METADATA_KEYS[depth - 1]:
+                raise FilterTooLarge(here, f"at most {METADATA_KEYS[depth - 1]} fields here")
             parts.extend(
                 c for name, v in value.items() for c in _field("metadata", str(name), v, f"{here}.{name}")
             )
@@ -175,6 +189,24 @@ def _object(node: Any, where: str, depth: int) -> Group:
     return Group("and", tuple(parts))
 
 
+def _nul_free(filters: Mapping[str, Any], where: str) -> None:
+    """No key or text of a filter holds NUL (PostgreSQL's text cannot); a loop, however deep the JSON."""
+    stack: list[tuple[Any, str]] = [(filters, where)]
+    while stack:
+        node, here = stack.pop()
+        if isinstance(node, str) and "\x00" in node:
+            raise FilterError(here, "a text holding NUL")
+        if isinstance(node, Mapping):
+            stack.extend((key, here) for key in node)
+            stack.extend((value, f"{here}.{key}") for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend((value, f"{here}[{i}]") for i, value in enumerate(node))
+
+
+def _json_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
 def _field(name: str, key: str | None, value: Any, where: str) -> list[Condition]:
     if isinstance(value, Mapping):
         if not value:
@@ -182,10 +214,19 @@ def _field(name: str, key: str | None, value: Any, where: str) -> list[Condition
         unknown = [op for op in value if op not in OPERATORS]
         if unknown:
             raise FilterError(where, f"unknown operator {unknown[0]!r} ({', '.join(OPERATORS)})")
+        if len(value) > MAX_OPERATORS:
+            raise FilterTooLarge(where, f"at most {MAX_OPERATORS} operators in one condition")
+        if name == "metadata":  # JSON scalars, null included (an object or a list is no metadata value)
+            for op, operand in value.items():
+                values = operand if op in ("in", "nin") and isinstance(operand, list) else [operand]
+                if not all(_json_scalar(v) for v in values):
+                    raise FilterError(f"{where}.{op}", "a metadata condition compares JSON scalars")
         return [Condition(name, key, str(op), operand, f"{where}.{op}") for op, operand in value.items()]
     if value == "*":
         return [Condition(name, key, EXISTS, None, where)]
     if isinstance(value, list):
+        if name == "metadata" and not all(_json_scalar(v) for v in value):
+            raise FilterError(where, "a metadata condition compares JSON scalars")
         return [Condition(name, key, "in", value, where)]
     if value is None:
         raise FilterError(where, "a value, '*', a list or {operator: value}; null matches nothing")

@@ -15,7 +15,8 @@ reads restart nothing), and each batch that writes deletes (versioned) up to SWE
 
 Namespace prefixes, value filters (conditions.json_condition: a value or $eq, $ne, $gt, $gte, $lt, $lte, $in,
 $nin on dotted paths) and pages are SQL: a search reads only the page it returns (with a query, the best
-offset + limit of the ranking, MAX_RANKED at most).
+offset + limit of the ranking, MAX_RANKED at most: past them, the items the ranking does not hold follow, as
+after a short ranking; an offset the schema allows is never refused).
 """
 
 from __future__ import annotations
@@ -273,20 +274,17 @@ def search(conn: Connection, settings: Settings, scope: StoreScope, op: Search) 
     subject = _subject(op.prefix, scope.subject_at) if reach else None
     end = op.offset + op.limit
     if op.query and op.query.strip():
-        if end > MAX_RANKED:
-            raise FilterError(
-                "offset", f"a search with a query ranks at most {MAX_RANKED} items (offset + limit)"
-            )
         ranked = f"{_condition(scope, op, bind, 'i')} and {RANKED.format(a='i')}"
-        hits = search_memories(
-            conn, settings, scope.namespace, op.query, subject, agent_id=scope.agent, limit=end,
-            threshold=op.threshold, item_filter=ItemFilter(ranked, bind.params),
+        hits = search_memories(  # the ranking ends at MAX_RANKED: past it, the unranked items follow
+            conn, settings, scope.namespace, op.query, subject, agent_id=scope.agent,
+            limit=min(end, MAX_RANKED), threshold=op.threshold, item_filter=ItemFilter(ranked, bind.params),
         )  # fmt: skip
         found = [_row(h.id, h.metadata, h.value, h.created_at, h.updated_at, h.score) for h in hits]
+        page = found[op.offset : end]
         if len(found) < end and op.threshold is None:
             unranked = f"{_condition(scope, op, bind, 'mi')} and not ({RANKED.format(a='mi')})"
-            found += _listed(conn, scope, unranked, bind, subject, end - len(found), 0)
-        page = found[op.offset : end]
+            skip = max(0, op.offset - len(found))
+            page += _listed(conn, scope, unranked, bind, subject, end - max(op.offset, len(found)), skip)
     else:
         page = _listed(conn, scope, _condition(scope, op, bind, "mi"), bind, subject, op.limit, op.offset)
     if op.refresh_ttl:

@@ -86,8 +86,8 @@ MemoryId = Annotated[str, Path(max_length=40, description="the memory id")]
 
 
 def known_query(request: Request) -> None:
-    """Every /mem0 route: a query parameter the route does not take is refused (400 naming it), never
-    ignored (a misspelled `userid` must not turn a scoped delete into an unscoped one)."""
+    """Every /mem0 route: a query parameter the route does not take, or one given twice, is refused (400
+    naming it), never ignored (a misspelled `userid` must not turn a scoped delete into an unscoped one)."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
@@ -99,6 +99,10 @@ def known_query(request: Request) -> None:
             400, f"unknown query parameter {', '.join(map(repr, unknown))} (this route takes: {takes})",
             unknown[0], code="unknown_field",
         )  # fmt: skip
+    repeated = sorted({name for name, _ in request.query_params.multi_items()
+                       if len(request.query_params.getlist(name)) > 1})  # fmt: skip
+    if repeated:  # one value each: a second run_id must not be dropped silently (or pick the one deleted)
+        raise ApiError(400, f"query parameter {repeated[0]!r} given more than once", repeated[0])
 
 
 def _query_names(dependant: Dependant) -> set[str]:

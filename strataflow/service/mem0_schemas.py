@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from models.memory_items import Explain
+from strataflow.service.mem0_filter_schema import MARK
 from strataflow.service.schemas import Content, Id, Metadata, OptionalText, QueryText, Strict, SubjectId
 
 MAX_ADD_MESSAGES = 100  # messages of one add (an event's messages are looked up by these positions)
@@ -33,14 +34,18 @@ FILTER_GRAMMAR = (
     "mem0's filters (strataflow.adapters.mem0_filters): keys ANDed; user_id, agent_id, run_id, app_id, "
     "created_at, updated_at, categories, `metadata` (an object of metadata fields) or any other key (a "
     "metadata field, mem0 OSS's flat form); each a value, '*' (any value), a list (one of) or an object of "
-    "operators eq, ne, gt, gte, lt, lte, in, nin, contains, icontains; AND / OR / NOT: lists of filters "
-    "(NOT: none of them). At most 64 conditions, 4 levels deep."
+    "operators eq, ne, gt, gte, lt, lte, in, nin, contains, icontains (at most 2); AND / OR / NOT: lists of "
+    "up to 5 filters (NOT: none of them) without AND / OR / NOT of their own. At most 8 keys and 8 metadata "
+    "fields in `filters`, 4 and 4 in a filter of a list (the Mem0Filter schema says it exactly)."
 )
 Mem0Filter = Annotated[
     dict[str, Any],
     Field(
         description=FILTER_GRAMMAR,
-        json_schema_extra={"examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}]},
+        json_schema_extra={
+            MARK: True,
+            "examples": [{"user_id": "alice", "topic": "music", "prio": {"gte": 2}}],
+        },  # fmt: skip
     ),
 ]
 

@@ -17,6 +17,7 @@ window moves):
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -28,6 +29,7 @@ from fastapi.openapi.utils import get_openapi
 from models.messages import NO_NUL
 from strataflow.config import Settings
 from strataflow.ingest.online import write_window
+from strataflow.service import mem0_filter_schema
 
 ERROR_BODY = "#/components/schemas/ErrorBody"
 HOUR = timedelta(hours=1)
@@ -156,7 +158,8 @@ def _base(app: FastAPI) -> dict[str, Any]:
 
 def finish(doc: dict[str, Any], settings: Settings, now: datetime) -> dict[str, Any]:
     """The document with the created_at window and the NUL-free strings (module docstring)."""
-    schemas = doc.get("components", {}).get("schemas", {})
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(copy.deepcopy(mem0_filter_schema.COMPONENTS))  # what mem0's `filters` refer to
     message = schemas.get("MessageIn", {}).get("properties", {})
     if "created_at" in message:
         message["created_at"]["pattern"] = created_at_pattern(settings, now)
@@ -166,6 +169,7 @@ def finish(doc: dict[str, Any], settings: Settings, now: datetime) -> dict[str, 
             for status, response in operation.get("responses", {}).items():
                 if status.isdigit() and int(status) >= 400 and "Readiness" not in json.dumps(response):
                     response["content"] = {"application/json": {"schema": {"$ref": ERROR_BODY}}}
+    _walk(doc, mem0_filter_schema.refer)
     _walk(doc, _tighten)
     return doc
 

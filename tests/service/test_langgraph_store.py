@@ -47,6 +47,8 @@ def test_put_get_search_filter_list_and_delete(
     assert [h.key for h in store.search(ns, filter={"rank": 2})] == ["k2"]
     listed = [h.key for h in store.search(ns)]
     assert [h.key for h in store.search(ns, limit=1, offset=1)] == listed[1:2]
+    assert store.search(ns, query="job", offset=999, limit=5) == []  # past the ranking's 1000: no 422
+    assert len(store.search(ns, query="job", offset=1, limit=1000)) == 2
     spaces = store.list_namespaces(prefix=("memories", subject))
     assert spaces == [ns, (*ns, "work")]
     assert store.list_namespaces(prefix=("memories", subject), max_depth=2) == [ns]
