@@ -102,7 +102,9 @@ def known_query(request: Request) -> None:
     repeated = sorted({name for name, _ in request.query_params.multi_items()
                        if len(request.query_params.getlist(name)) > 1})  # fmt: skip
     if repeated:  # one value each: a second run_id must not be dropped silently (or pick the one deleted)
-        raise ApiError(400, f"query parameter {repeated[0]!r} given more than once", repeated[0])
+        raise ApiError(
+            400, f"query parameter {repeated[0]!r} given more than once", repeated[0], code="repeated_field"
+        )
 
 
 def _query_names(dependant: Dependant) -> set[str]:

@@ -54,7 +54,7 @@ def test_delete_all_deletes_the_intersection_it_names_or_is_refused(
     assert refused.status_code == 400 and "userid" in refused.json()["error"]["message"]
     twice = [("user_id", users["carol"]), ("run_id", "r2"), ("run_id", "r1")]  # no last-one-wins
     refused = http.delete("/v1/memories/", params=twice)
-    assert refused.status_code == 400 and refused.json()["error"]["field"] == "run_id"
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "repeated_field"
     unscoped = http.delete("/v1/memories/")  # no identity field: refused as mem0's server refuses it
     assert unscoped.status_code == 400 and unscoped.json()["error"]["code"] == "scope_required"
     assert len(texts(m, users["carol"])) == 2
