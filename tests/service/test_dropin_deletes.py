@@ -130,9 +130,12 @@ def test_work_per_request_is_bounded_before_it_starts(
     fan_out = {"OR": [{"user_id": {"in": [f"u{i}" for i in range(10)]}, "agent_id": agents}]}
     answer = http.post("/v3/memories/search/", json={"query": "x", "filters": fan_out})
     assert answer.status_code == 200  # one search, whatever the combinations: the filter is its SQL
-    wide = {"OR": [{"user_id": f"u{i}"} for i in range(65)]}
+    wide = {"OR": [{"user_id": f"u{i}"} for i in range(6)]}
     answer = http.post("/v3/memories/search/", json={"query": "x", "filters": wide})
-    assert answer.status_code == 422 and "at most 64" in answer.json()["error"]["message"]
+    assert answer.status_code == 422 and "at most 5 filters" in answer.json()["error"]["message"]
+    deep = {"OR": [{"AND": [{"user_id": "u1"}]}]}  # lists of filters do not nest (the schema says so)
+    answer = http.post("/v3/memories/search/", json={"query": "x", "filters": deep})
+    assert answer.status_code == 422 and answer.json()["error"]["field"] == "filters.OR[0].AND[0]"
     long = {"user_id": {"in": [f"u{i}" for i in range(101)]}}
     answer = http.post("/v3/memories/", json={"filters": long})
     assert answer.status_code == 422 and "at most 100" in answer.json()["error"]["message"]
