@@ -11,6 +11,7 @@ window moves):
 - every string without a pattern, a format or an enum gets `^[^\\x00]*$` (PostgreSQL stores no NUL, so the
   service refuses one), an object's free keys get it too, and an object with `patternProperties` allows no
   other keys;
+- mem0's `filters` refer to the grammar's own schema (strataflow.service.mem0_filter_schema's components);
 - query parameters of which a route needs at least one (its `openapi_extra` names them under ONE_OF_QUERY)
   become one exploded form object (OpenAPI's way to say it): the same `?user_id=...&app_id=...` on the wire.
 """
