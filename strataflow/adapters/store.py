@@ -298,7 +298,7 @@ def _condition(scope: StoreScope, op: Search, bind: Bound, a: str) -> str:
     parts = [f"{a}.metadata ? '{FIELD}'", f"{a}.agent_id is not distinct from {bind(scope.agent, 'text')}"]
     parts += [f"{namespace} ->> {i} = {bind(label, 'text')}" for i, label in enumerate(op.prefix)]
     for path, wanted in (op.filter or {}).items():
-        if not isinstance(path, str) or not path:
+        if not isinstance(path, str):  # "" too: the field named "" (the schema allows any NUL-free key)
             raise FilterError("filter", "filter keys are field paths (dotted)")
         x = f"({a}.value #> {bind(path.split('.'), 'text[]')})"
         where = f"filter.{path}"

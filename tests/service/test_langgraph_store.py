@@ -45,6 +45,7 @@ def test_put_get_search_filter_list_and_delete(
         ["k3", "k2"],
     )
     assert [h.key for h in store.search(ns, filter={"rank": 2})] == ["k2"]
+    assert store.search(ns, filter={"": 2}) == []  # a key the schema allows: no field, no item, no 422
     listed = [h.key for h in store.search(ns)]
     assert [h.key for h in store.search(ns, limit=1, offset=1)] == listed[1:2]
     assert store.search(ns, query="job", offset=999, limit=5) == []  # past the ranking's 1000: no 422
