@@ -23,6 +23,7 @@ from strataflow.service.keys import Caller
 from strataflow.service.session import Busy, Sessions
 from strataflow.service.turns import Limits, Turns, Weight
 from tests.fixtures.service import Tenant, _serve
+from tests.fixtures.turn_order import TurnOrder
 
 
 def _caller(key_id: int, namespace: str) -> Caller:
@@ -79,36 +80,19 @@ def test_two_flooding_namespaces_leave_a_third_namespace_a_turn() -> None:
     turns = Turns(4, {"heavy": Limits(3, 1, 2), "scan": Limits(4, 2, 4)})
 
     async def scenario() -> list[str]:
-        order: list[str] = []
-        names = ("b1", "a1", "a2", "a1 again", "c1", "d1")
-        release = {name: anyio.Event() for name in names}
-
-        async def run(name: str, key: str, namespace: str) -> None:
-            try:
-                await turns.take("heavy", key, namespace, 5.0)
-            except TimeoutError:
-                order.append(f"{name} timed out")
-                return
-            order.append(name)
-            await release[name].wait()
-            turns.give_back("heavy", key, namespace)
-
+        heavy = TurnOrder(turns, "heavy")
+        order = heavy.order
         async with anyio.create_task_group() as tasks:
             for name, key, namespace in (("b1", "kb1", "B"), ("a1", "ka1", "A"), ("a2", "ka2", "A"),
                                          ("a1 again", "ka1", "A")):  # fmt: skip
-                tasks.start_soon(run, name, key, namespace)
-                await anyio.sleep(0.02)
+                await heavy.start(tasks, name, key, namespace)
             assert order == ["b1", "a1"] and turns.held("heavy") == 2, order  # A keeps to its part
-            tasks.start_soon(run, "c1", "kc1", "C")  # a third namespace: served at once
-            await anyio.sleep(0.02)
+            await heavy.start(tasks, "c1", "kc1", "C")  # a third namespace: served at once
             assert order[-1] == "c1" and turns.held("heavy") == 3, order
-            tasks.start_soon(run, "d1", "kd1", "D")  # a fourth waits for the next free turn
-            await anyio.sleep(0.02)
-            release["b1"].set()  # freed: D (holds none) goes before A's second key (A holds one)
-            await anyio.sleep(0.02)
+            await heavy.start(tasks, "d1", "kd1", "D")  # a fourth waits for the next free turn
+            await heavy.release("b1")  # freed: D (holds none) goes before A's second key (A holds one)
             assert order[-1] == "d1", order
-            for event in release.values():
-                event.set()
+            heavy.release_all()
         return order
 
     order = anyio.run(scenario)

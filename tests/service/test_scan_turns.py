@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 from strataflow.config import Settings
 from strataflow.service.session import Sessions
 from strataflow.service.turns import Limits, Turns
+from tests.fixtures.turn_order import TurnOrder
 
 
 def test_one_key_alone_uses_every_scan_turn_and_a_second_key_or_namespace_is_served_next(
@@ -19,42 +20,22 @@ def test_one_key_alone_uses_every_scan_turn_and_a_second_key_or_namespace_is_ser
     assert turns.capacity == 3  # a pool of 4: three turns, the fourth connection for light requests
 
     async def scenario() -> list[str]:
-        order: list[str] = []
-        release: dict[str, anyio.Event] = {}
-
-        async def run(name: str, key: str, namespace: str) -> None:
-            release[name] = anyio.Event()
-            try:
-                await turns.take("scan", key, namespace, 5.0)
-            except TimeoutError:
-                order.append(f"{name} timed out")
-                return
-            order.append(name)
-            await release[name].wait()
-            turns.give_back("scan", key, namespace)
-
-        async def start(name: str, key: str, namespace: str) -> None:
-            tasks.start_soon(run, name, key, namespace)
-            await anyio.sleep(0.02)
-
+        scans = TurnOrder(turns, "scan")
+        order = scans.order
         async with anyio.create_task_group() as tasks:
             for n in range(4):
-                await start(f"a{n}", "ka", "A")
+                await scans.start(tasks, f"a{n}", "ka", "A")
             assert order == ["a0", "a1", "a2"] and turns.held("scan") == 3, order  # alone: all three turns
-            await start("b0", "kb", "A")  # another key of the same namespace waits behind a3 ...
-            release["a0"].set()
-            await anyio.sleep(0.02)
+            await scans.start(tasks, "b0", "kb", "A")  # another key of the same namespace waits behind a3 ...
+            await scans.release("a0")
             assert order[-1] == "b0", order  # ... and takes the next free turn before it
-            await start("c0", "kc", "C")  # another namespace
-            release["a1"].set()
-            await anyio.sleep(0.02)
+            await scans.start(tasks, "c0", "kc", "C")  # another namespace
+            await scans.release("a1")
             assert order[-1] == "c0", order  # served next, before the flooding key's a3
             assert "a3" not in order and turns.held("scan") == 3, order
-            release["b0"].set()  # nobody else waits now: a3 may take it (ka holds 1, below its 2)
-            await anyio.sleep(0.02)
+            await scans.release("b0")  # nobody else waits now: a3 may take it (ka holds 1, below its 2)
             assert order[-1] == "a3", order
-            for event in release.values():
-                event.set()
+            scans.release_all()
         return order
 
     order = anyio.run(scenario)
