@@ -220,25 +220,36 @@ def throughput(
 
     ready = threading.Barrier(clients, action=begin)
 
+    failures: list[BaseException] = []
+
     def worker(offset: int) -> None:
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
-            share = queries[offset::clients]
-            for subject, query in share:
-                counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
-            ready.wait()
-            n = 0
-            while time.monotonic() < window["started"] + seconds:
-                subject, query = share[n % len(share)]
-                started = time.perf_counter()
-                counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
-                timings.append((time.perf_counter() - started) * 1000)
-                n += 1
+        headers = {"Authorization": f"Bearer {key}"}
+        try:
+            with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
+                share = queries[offset::clients] or queries
+                for subject, query in share:
+                    counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
+                ready.wait()
+                n = 0
+                while time.monotonic() < window["started"] + seconds:
+                    subject, query = share[n % len(share)]
+                    started = time.perf_counter()
+                    counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
+                    timings.append((time.perf_counter() - started) * 1000)
+                    n += 1
+        except threading.BrokenBarrierError:
+            pass  # another client failed: its error is the one to report
+        except Exception as error:  # a client that cannot go on must not leave the others at the barrier
+            failures.append(error)
+            ready.abort()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if failures:
+        raise RuntimeError(f"a client of the {clients}-client phase failed: {failures[0]!r}") from failures[0]
     wall = time.monotonic() - window["started"]
     return len(timings) / wall, timings, meter_stop(window["before"], server, postmaster, wall, len(timings))
 
