@@ -61,6 +61,11 @@ def test_serve_on_another_port_gives_a_ui_that_lists_the_deployments(tmp_path: P
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait()
+        # serve leaves the home's embedded PostgreSQL running, as every command does: stop it with the home
+        subprocess.run(
+            [sys.executable, "-c", "from strataflow.cli import app; app()", "db", "stop"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, timeout=120, check=False,
+        )  # fmt: skip
         log.close()
 
 
