@@ -12,6 +12,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from strataflow.db import embedded
 from strataflow.ops.serve import api_url, server_environment, wait_healthy
 from tests.ops.test_report import CHROMIUM_FLAGS, _chromium
 
@@ -31,7 +32,8 @@ def test_serve_on_another_port_gives_a_ui_that_lists_the_deployments(tmp_path: P
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    env = {**os.environ, "STRATAFLOW_HOME": str(tmp_path / "home"), "PREFECT_HOME": str(tmp_path / "prefect")}
+    home = tmp_path / "home"
+    env = {**os.environ, "STRATAFLOW_HOME": str(home), "PREFECT_HOME": str(tmp_path / "prefect")}
     for name in ("PREFECT_API_URL", "PREFECT_UI_API_URL", "STRATAFLOW_ALERT_WEBHOOK"):
         env.pop(name, None)
     log = (tmp_path / "serve.log").open("wb")
@@ -61,11 +63,7 @@ def test_serve_on_another_port_gives_a_ui_that_lists_the_deployments(tmp_path: P
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
             serve.wait()
-        # serve leaves the home's embedded PostgreSQL running, as every command does: stop it with the home
-        subprocess.run(
-            [sys.executable, "-c", "from strataflow.cli import app; app()", "db", "stop"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, timeout=120, check=False,
-        )  # fmt: skip
+        embedded.stop(home)  # serve leaves the home's PostgreSQL running, as every command does
         log.close()
 
 
