@@ -124,6 +124,13 @@ class Counter:
                     log(f"HTTP {response.status_code}: {response.text[:200]}")
 
 
+def ask_context(client: httpx.Client, counter: Counter, subject: str, query: str) -> float:
+    """GET /v1/context for the subject and question; its ms (a response other than 200 is counted)."""
+    started = time.perf_counter()
+    counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
+    return (time.perf_counter() - started) * 1000
+
+
 def time_context(
     settings: Any, client: httpx.Client, queries: list[tuple[str, str]], warmup: int, counter: Counter
 ) -> tuple[list[float], list[float]]:
@@ -133,11 +140,6 @@ def time_context(
     from strataflow.retrieval.context import build_context
 
     engine = engine_for(settings)
-
-    def over_http(subject: str, query: str) -> float:
-        started = time.perf_counter()
-        counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
-        return (time.perf_counter() - started) * 1000
 
     def in_process(subject: str, query: str) -> float:
         started = time.perf_counter()
@@ -151,9 +153,11 @@ def time_context(
         # The first of a pair reads the subject's pages into the database's buffers and the second finds them
         # there (at 1M rows most are not), so the two go first in turn.
         if n % 2 == 0:
-            elapsed_http, elapsed_inprocess = over_http(subject, query), in_process(subject, query)
+            elapsed_http = ask_context(client, counter, subject, query)
+            elapsed_inprocess = in_process(subject, query)
         else:
-            elapsed_inprocess, elapsed_http = in_process(subject, query), over_http(subject, query)
+            elapsed_inprocess = in_process(subject, query)
+            elapsed_http = ask_context(client, counter, subject, query)
         if n >= warmup:
             http_ms.append(elapsed_http)
             inprocess_ms.append(elapsed_inprocess)
@@ -204,7 +208,7 @@ def throughput(
     postmaster: int | None,
 ) -> tuple[float, list[float], dict[str, float | None]]:
     """Context requests per second over `seconds` with `clients` threads, every request's ms, and the cores
-    the timed window kept busy (`meter`).
+    the timed window kept busy (meter_stop).
 
     Each client first asks its share of the questions once on its own connection, untimed: a worker's query
     cache is its own, and which worker a connection lands on is the kernel's choice (SO_REUSEPORT), so
@@ -228,14 +232,11 @@ def throughput(
             with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
                 share = queries[offset::clients] or queries
                 for subject, query in share:
-                    counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
+                    ask_context(client, counter, subject, query)
                 ready.wait()
                 n = 0
                 while time.monotonic() < window["started"] + seconds:
-                    subject, query = share[n % len(share)]
-                    started = time.perf_counter()
-                    counter.check(client.get("/v1/context", params={"subject": subject, "query": query}))
-                    timings.append((time.perf_counter() - started) * 1000)
+                    timings.append(ask_context(client, counter, *share[n % len(share)]))
                     n += 1
         except threading.BrokenBarrierError:
             pass  # another client failed: its error is the one to report
