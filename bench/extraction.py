@@ -175,6 +175,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help=f"'{OFFLINE}', '{LOCAL}', a litellm model, or with --api-base its id")
     parser.add_argument("--api-base", help="an OpenAI-compatible server already running")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads, --model local (default: every core)")
     parser.add_argument("--cases", help="only the cases whose id matches this regex (a partial run)")
     parser.add_argument("--dump", type=Path, help="write each case's items and score here (JSON lines)")
     args = parser.parse_args()
@@ -186,7 +187,7 @@ def main() -> None:
         raise SystemExit(f"no case id matches {args.cases!r}")
     namespace = f"bench_extraction_{uuid.uuid4().hex[:8]}"
     subjects = {case.id: subject_of(case) for case in cases}
-    with extraction_settings(settings, args.model, args.api_base) as chosen:
+    with extraction_settings(settings, args.model, args.api_base, args.threads) as chosen:
         turns = sum(len(c.user_turns()) for c in cases)
         log(f"{len(cases)} cases ({turns} user turns) with {chosen.extract_model} into {namespace} ...")
         seconds = run_days(chosen, engine, namespace, cases)

@@ -58,14 +58,22 @@ def served_settings(
 
 
 @contextmanager
-def extraction_settings(settings: Settings, model: str | None, api_base: str | None) -> Iterator[Settings]:
+def extraction_settings(
+    settings: Settings, model: str | None, api_base: str | None, threads: int | None = None
+) -> Iterator[Settings]:
     """Settings whose extract_model is the one asked for: None (the configured model), "offline"
-    (offline/rules), "local" (the packaged model, served for the block), a model id on the server at
-    api_base (or the first it lists), or any litellm model string."""
+    (offline/rules), "local" (the packaged model, served for the block with `threads` llama.cpp threads,
+    default every core), a model id on the server at api_base (or the first it lists), or any litellm
+    model string.
+
+    Every core, not `strataflow model serve`'s all but one: a bench sends one request at a time and waits
+    for it, so nothing of its own runs beside the model, and llama.cpp's threads then have the cores to
+    themselves (the 0.5B on this 2-core machine, quiet: six answers in 34.7 s with 2 threads, 64.0 s with
+    1). On a machine busy with other work, give fewer (--threads)."""
     if api_base is not None:
         yield served_settings(settings, api_base, model or wait_for_models(api_base))
     elif model == LOCAL:
-        with served_model(settings) as url:  # as `strataflow demo --model local` serves it
+        with served_model(settings, threads or os.cpu_count()) as url:
             yield served_settings(settings, url, wait_for_models(url), local_model.RESPONSE_FORMAT)
     else:
         chosen = OFFLINE_MODEL if model == OFFLINE else model or settings.extract_model

@@ -42,13 +42,13 @@ def _seconds_per_call(url: str) -> float:
 
 
 @contextmanager
-def served_model(settings: Settings) -> Iterator[str]:
-    """The packaged model served on a free port for the block (strataflow/llm/local_model.py served);
-    yields its /v1 URL."""
+def served_model(settings: Settings, threads: int | None = None) -> Iterator[str]:
+    """The packaged model served on a free port for the block (strataflow/llm/local_model.py served; threads:
+    llama.cpp's, default all cores but one); yields its /v1 URL."""
     log = settings.home.expanduser() / "logs" / "local-model.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"starting llama.cpp with {local_model.MODEL_ID} (log: {log}) ...", file=sys.stderr)
-    with local_model.served(settings.home, log=log) as command:
+    with local_model.served(settings.home, log=log, threads=threads) as command:
         yield command.url
 
 

@@ -303,10 +303,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(home: Path, model: PackagedModel = PACKAGED, log: Path | None = None) -> Iterator[ServeCommand]:
+def served(
+    home: Path, model: PackagedModel = PACKAGED, log: Path | None = None, threads: int | None = None
+) -> Iterator[ServeCommand]:
     """The packaged model served on a free loopback port for the block (its output to `log`, else
     discarded), ready: its first token answered. Yields the command (url, model_id)."""
-    command = serve_command(assemble(home, model), "127.0.0.1", free_port(), model_id=model.model_id)
+    command = serve_command(assemble(home, model), "127.0.0.1", free_port(), threads, model.model_id)
     with open(log, "ab") if log else open(os.devnull, "wb") as output:
         process = start(command, output)
         try:

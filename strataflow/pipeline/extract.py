@@ -261,7 +261,7 @@ def _extract_scope(
                 STAGE,
                 prompt.version,
                 prompt.messages(batch, existing),
-                prompt.schema,
+                prompt.schema_for(batch),
                 namespace=scope.namespace,
                 subject_id=scope.subject_id,
                 cache_key=batch_cache_key(batch),

@@ -84,7 +84,7 @@ def extract_batch_requests(
                 )  # fmt: skip
                 if call.input_hash in waiting or cached_answer(ledger, call, prompt.schema) is not None:
                     continue
-                body = gateway.request_body(litellm, model, messages, prompt.schema)
+                body = gateway.request_body(litellm, model, messages, prompt.schema_for(batch))
                 event_at = max(m.event_at for m in batch)
                 requests.append(BatchRequest(call, body, event_at, answer_context(batch)))
     return requests

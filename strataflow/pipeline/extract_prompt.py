@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from strataflow.pipeline.extract_prompt_small import (
     SMALL_PROMPT_VERSION,
     SMALL_SYSTEM,
     SmallExtractionOutput,
+    small_output_for,
 )
 from strataflow.pipeline.scopes import ScopeMessage
 
@@ -172,9 +173,14 @@ class ExtractPrompt:
     system: str
     schema: type[ExtractionOutput]
     max_batch_tokens: int | None  # None: STRATAFLOW_EXTRACT_BATCH_TOKENS as set
+    batch_schema: Callable[[list[ScopeMessage]], type[ExtractionOutput]] | None = None
 
     def messages(self, batch: list[ScopeMessage], existing_keys: list[str]) -> list[dict[str, str]]:
         return build_extract_messages(batch, existing_keys, self.system)
+
+    def schema_for(self, batch: list[ScopeMessage]) -> type[ExtractionOutput]:
+        """The schema sent with this batch (its name is the schema's: the cache keys by it)."""
+        return self.schema if self.batch_schema is None else self.batch_schema(batch)
 
     def batch_tokens(self, settings: Settings) -> int:
         configured = settings.extract_batch_tokens
@@ -182,7 +188,9 @@ class ExtractPrompt:
 
 
 FULL = ExtractPrompt("full", PROMPT_VERSION, EXTRACT_SYSTEM, ExtractionOutput, None)
-SMALL = ExtractPrompt("small", SMALL_PROMPT_VERSION, SMALL_SYSTEM, SmallExtractionOutput, SMALL_BATCH_TOKENS)
+SMALL = ExtractPrompt(
+    "small", SMALL_PROMPT_VERSION, SMALL_SYSTEM, SmallExtractionOutput, SMALL_BATCH_TOKENS, small_output_for
+)
 PROFILES = {prompt.profile: prompt for prompt in (FULL, SMALL)}
 SMALL_MODEL_BILLIONS = 4.0  # a model named with at most this many billion parameters gets the small profile
 PARAMETER_COUNT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)b(?![a-z])")

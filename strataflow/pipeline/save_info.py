@@ -65,7 +65,7 @@ def save_exchange(
         extract.STAGE,
         prompt.version,
         prompt.messages(batch, existing),
-        prompt.schema,
+        prompt.schema_for(batch),
         namespace=namespace,
         subject_id=subject_id,
         cache_key=extract.batch_cache_key(batch),

@@ -20,6 +20,7 @@ from models.llm import ExtractionOutput
 from strataflow.cli import app
 from strataflow.config import Settings
 from strataflow.llm.gateway import LLMGateway
+from strataflow.pipeline.extract_grounding import line_item_limit
 from strataflow.pipeline.extract_prompt import FULL, SMALL, answer_context, extract_prompt
 from strataflow.pipeline.extract_prompt_small import SMALL_SCHEMA, SMALL_SYSTEM
 from strataflow.pipeline.runs import scope_ref
@@ -89,10 +90,19 @@ def test_a_small_model_gets_the_small_profile_and_its_flat_item_schema_as_the_gr
         {"source_message_ids": [901], "statement": "I'm Tom", "kind": "fact", "key": "name", "value": "Tom"},
     ]}))]  # fmt: skip
     output = LLMGateway(small, uuid.uuid4()).complete(
-        "extract", prompt.version, prompt.messages(batch, []), prompt.schema, context=answer_context(batch)
+        "extract",
+        prompt.version,
+        prompt.messages(batch, []),
+        prompt.schema_for(batch),
+        context=answer_context(batch),
     )
     sent = llm_server.requests[0]
-    assert sent["response_format"]["json_schema"]["schema"] == SMALL_SCHEMA
+    schema = sent["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["items"].pop("maxItems") == line_item_limit("I live in Lisbon.") == 2
+    assert schema["properties"]["items"] == {
+        k: v for k, v in SMALL_SCHEMA["properties"]["items"].items() if k != "maxItems"
+    }
+    assert {**schema, "properties": None} == {**SMALL_SCHEMA, "properties": None}
     assert sent["messages"][0]["content"] == SMALL_SYSTEM
     assert sent["messages"][1] == FULL.messages(batch, [])[1], "the data blocks are the full profile's"
     assert [(i.key, i.value, i.confidence) for i in output.items] == [("location", "Lisbon", 0.9)]
