@@ -16,8 +16,9 @@ are not checked this way. An item is kept when:
    sentence ("my sister is a doctor", 我姐姐是医生); a person_<who> item names someone of the sentence: <who>
    is a word of it, or the relation it names ("我室友是素食主义者。" makes person_sister person_roommate,
    the small prompt's example key copied), and with nobody named the item is left out;
-   a like or a dislike is said with a word of liking or disliking (LIKING), not found under a key the model
-   falls back to ("dislikes: honestly" from "..., honestly.");
+   a like or a dislike comes from a sentence with a word of liking or a negation (LIKING: a few verbs and the
+   closed class of negations, not phrases), not from any sentence under a key the model falls back to
+   ("dislikes: electrician" from "I work as an electrician.");
 4. its value is not the sentence itself: a value is a name, a place, a word or a number, and a line echoed
    as a value ("谢谢，帮大忙了。" under key "text") says nothing about the subject;
 5. it is not a repeat (same key and value) and its line has not already given line_item_limit(line) items:
@@ -40,11 +41,9 @@ _CLAUSE_BREAK = re.compile(r"[,，;；。.!?！？:：、]+|\b(?:and|but)\b")
 _WORD = re.compile(r"[^\W\d_]+|\d+")
 FAMILY_KEYS = frozenset({"children", "spouse", "pets", "family", "marital_status", "partner", "parents"})
 SENTIMENT_KEYS = frozenset({"likes", "dislikes"})
-LIKING = re.compile(
-    r"\b(?:like|likes|liked|love|loves|loved|enjoy|enjoys|enjoyed|fan|into|favou?rite|prefer|prefers|adore|"
-    r"hate|hates|hated|dislike|dislikes|detest|stand|avoid|avoids|allergic|keen|passion|passionate|obsessed|"
-    r"crazy about|sick of|tired of|cannot stand|can't stand|don't eat|do not eat|never eat)\b"
-    r"|喜欢|爱|迷|热衷|偏好|讨厌|受不了|不吃|不喝|忌口|过敏|怕|烦|反感|厌|嫌",
+LIKING = re.compile(  # a dislike is mostly a negation: "I don't eat pork", 我不太能吃辣, 我乳糖不耐受
+    r"\b(?:like|love|enjoy|prefer|fan|favou?rite|into|hate|dislike|stand|avoid|allergic|keen|not|never|no)\b|n't"
+    r"|喜欢|爱|迷|讨厌|怕|烦|不|没|别|忌|过敏",
     re.IGNORECASE,
 )
 RELATIONS_ZH = {  # what a Chinese relation word is called in a person_<who> key

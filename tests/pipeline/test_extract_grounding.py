@@ -174,6 +174,7 @@ def test_a_persons_item_names_the_person_of_its_sentence_and_a_dislike_needs_a_w
         5: "Not a fan of cilantro.",
         6: "I work as an electrician in Cork.",
         7: "我不吃香菜。",
+        8: "我不太能吃辣。",
     }
     answer = SmallExtractionOutput.model_validate(
         {"items": [
@@ -185,6 +186,7 @@ def test_a_persons_item_names_the_person_of_its_sentence_and_a_dislike_needs_a_w
             {**item(6, "dislikes", "electrician"), "statement": "electrician"},
             {**item(6, "job_title", "electrician"), "statement": "electrician"},
             {**item(7, "dislikes", "香菜"), "statement": "香菜"},
+            {**item(8, "dislikes", "辣"), "statement": "辣"},
         ]},
         context={"lines": said, "said": said},
     )  # fmt: skip
@@ -195,5 +197,6 @@ def test_a_persons_item_names_the_person_of_its_sentence_and_a_dislike_needs_a_w
         ("dislikes", "cilantro"),
         ("job_title", "electrician"),
         ("dislikes", "香菜"),
+        ("dislikes", "辣"),
     ]
     assert answer.unsupported == 2
