@@ -87,10 +87,9 @@ _OTHER_EN = re.compile(
     rf"\b(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:{_RELATIONS_EN})s?\b|^\s*(?:he|she|they)\b", re.IGNORECASE
 )
 _RELATION_ZH = re.compile("|".join(sorted(RELATIONS_ZH, key=len, reverse=True)))
+# another person the sentence is about: a relation word (not 经理, also a job the subject may hold: 我是经理)
 _OTHER_ZH = re.compile(
-    r"(?:姐姐|妹妹|哥哥|弟弟|姐|妹|哥|弟|妈妈|母亲|妈|爸爸|父亲|爸|老婆|老公|妻子|丈夫|太太|先生|儿子|女儿|"
-    r"朋友|同事|老板|领导|室友|邻居|孩子|父母|爷爷|奶奶|外公|外婆|表哥|表姐|堂哥|堂姐|男朋友|女朋友|对象)"
-    r"|^[^我]*[他她]"
+    "|".join(w for w in sorted(RELATIONS_ZH, key=len, reverse=True) if w != "经理") + "|^[^我]*[他她]"
 )
 
 
