@@ -6,35 +6,39 @@ memory scores the same for a query whatever else is stored, and one threshold me
 search (docs/retrieval.md, "Scores"). Meaning first: the score starts from the dense similarity and adds
 bounded evidence, each term in logit units:
 
-    z = dense + LEXICAL x coverage + speaker + time + period + lineage,    score = 1 / (1 + e^-z)
+    z = dense + lexical x coverage + speaker + time + period + lineage,    score = 1 / (1 + e^-z)
+
+Every weight is in logit units and lives in one frozen object, ``WEIGHTS`` (`RankingWeights`); every number
+in it, and every calibration, is the output of a function over labelled scores (bench.fit_ranking, which
+tests/retrieval/test_fit_ranking.py holds the code to).
 
 - dense: the cosine similarity to the query's embedding (for a statement, an item, report or chunk, less
   its hubness: strataflow.retrieval.question_centroid), calibrated per embedding model
   (`DenseCalibration`: the cosine at which a memory alone scores 0.5, and the logit per unit of cosine;
   a model with compressed cosines gets a steeper slope). A query that names the subject searched is
-  embedded without the name, and ``SUBJECT_REFERENCE`` (what the name adds to every row) is added back,
-  so the name never decides between the subject's rows and the score keeps its scale. For a turn,
+  embedded without the name, and ``WEIGHTS.subject_reference`` (what the name adds to every row) is added
+  back, so the name never decides between the subject's rows and the score keeps its scale. For a turn,
   ``DENSE_NEIGHBOUR`` of the mean of the adjacent turns' similarities (same session) is added first: a
   short reply borrows the meaning of the turn it answers;
 - coverage: the share of the query's lexemes (English stems, Chinese words; each counts the same, but the
   name of a speaker the query names counts ``SPEAKER_NAME_TERM``) that the row's text holds, worth at most
-  ``LEXICAL_WEIGHT`` for a conversation turn and ``ENTRY_LEXICAL_WEIGHT`` for an item, report or chunk
-  (fitted: dialog turns need their words, a stored statement's embedding already says what it means);
-  a turn's neighbours within ``WINDOW`` count ``NEIGHBOUR_TERM`` for a lexeme the turn itself lacks
-  ("Yes, last Saturday!" holds the words of the question it answers). No corpus statistic:
-  a BM25 IDF over the candidate set moved a memory's score when unrelated memories were added;
+  ``WEIGHTS.lexical`` for a conversation turn and ``WEIGHTS.entry_lexical`` for an item, report or chunk
+  (dialog turns need their words, a stored statement's embedding already says what it means); a turn's
+  neighbours within ``WINDOW`` count ``NEIGHBOUR_TERM`` for a lexeme the turn itself lacks ("Yes, last
+  Saturday!" holds the words of the question it answers). No corpus statistic: a BM25 IDF over the
+  candidate set moved a memory's score when unrelated memories were added;
 - evidence from the query's reading (strataflow.retrieval.query_reading), each bounded by its weight:
-  the turn's speaker is the one person the query names (``SPEAKER_WEIGHT``); a *when* question and a turn
-  that states a time (``TIME_WEIGHT``); the query names a period and the row's event time is in it
-  (``PERIOD_WEIGHT``);
+  the turn's speaker is the one person the query names (``WEIGHTS.speaker``); a *when* question and a turn
+  that states a time (``WEIGHTS.time``); the query names a period and the row's event time is in it
+  (``WEIGHTS.period``);
 - lineage: an L2 item or L3 report that matches lifts the turns it came from (`Candidate.lift`, computed
-  by strataflow.retrieval.layered from their scores, at most ``LIFT_MAX``).
+  by strataflow.retrieval.layered from their scores and ``WEIGHTS.item`` / ``WEIGHTS.report``, at most
+  ``WEIGHTS.lift_max``).
 
-Every boost together is at most ``BOOST_MAX`` (cosine units of the default model, x its slope in logits:
-9.2), and words at most ``LEXICAL_WEIGHT`` (4.8 logits; an item's ``ENTRY_LEXICAL_WEIGHT``, 0.8). That is
-the true bound: evidence and words reorder only rows whose dense parts (``Candidate.dense``, in the default
-model's cosine, neighbours and subject reference included) differ by less than LEXICAL_WEIGHT + BOOST_MAX
-(1.75: 14 logits); a row ahead by more stays ahead whatever the other's evidence (tests/retrieval/
+Every boost together is at most ``WEIGHTS.boost_max`` (9.2 logits), and words at most ``WEIGHTS.lexical``
+(4.8; an item's ``entry_lexical``, 0.8). That is the true bound: evidence and words reorder only rows whose
+dense logits (the parts ``dense`` + ``neighbours`` + ``subject``) differ by less than lexical + boost_max
+(14 logits); a row ahead by more stays ahead whatever the other's evidence (tests/retrieval/
 test_ranking_bound.py sweeps it). The bound is wide: a turn at cosine 0.20 with the speaker, a time, the
 period and full lineage can pass a related turn at 0.50 that has none of them, so evidence can lift an
 unrelated turn over a related one; it cannot lift one over a clearly closer answer that shares its words.
@@ -42,7 +46,7 @@ Rows are returned by score: the list's order is its scores' order on every surfa
 
 Why a row was recalled: `rank` keeps, per row, its logit's parts (`Candidate.parts`: ``dense``, the
 adjacent turns' ``neighbours``, the ``subject`` reference, ``lexical``, ``speaker``, ``time``, ``period``,
-``lineage`` and, were the evidence ever clipped at BOOST_MAX, a negative ``boost_cap``), which add up to z;
+``lineage`` and, were the evidence ever clipped at boost_max, a negative ``boost_cap``), which add up to z;
 the surfaces show them on request (`explain`, docs/retrieval.md "Why it was recalled").
 
 The weights were fitted on two benchmarks (the paraphrased facts of bench.facts and the dialogs of
@@ -94,26 +98,45 @@ CALIBRATION: dict[str, DenseCalibration] = {
     "multilingual-e5-small:cross": DenseCalibration(center=0.802, slope=36.6, words=0.0),
 }
 CROSS_LANGUAGE = ":cross"  # a model's name + this: its cosines between texts of different languages
-# A query that refers to the subject searched (their name, or he / she / 她 within their memory) is about
-# them: every row of the subject gets this much, in logit units, whatever the model. It is what the name adds
-# to a row's similarity when it is left in the query, measured on bench.facts' English fit subjects: 3.1
-# logits under MiniLM (0.38 of cosine), 2.7 under multilingual-e5-small (0.068); a pronoun, which names the
-# subject as surely, adds almost nothing to either embedding (0.015 of e5 cosine in Chinese) and counts the
-# same as a name. Set at MiniLM's earlier 0.35 of cosine.
-SUBJECT_REFERENCE = 2.8
 WINDOW = 2  # neighbouring turns on each side that share a turn's words
 SESSION_GAP = timedelta(hours=1)  # adjacent turns further apart than this are different sessions
-DENSE_NEIGHBOUR = 0.25  # share of the adjacent turns' mean similarity added to a turn's own (cosine units)
-NEIGHBOUR_TERM = 0.5  # a lexeme the turn lacks but a neighbour within WINDOW holds counts this much
-# The boosts, in cosine units of the default model (x its slope in logit units; see `boost_logits`).
-LEXICAL_WEIGHT = 0.6  # x a turn's coverage (0..1): words never outvote a cosine gap above this
-ENTRY_LEXICAL_WEIGHT = 0.1  # x the coverage of an item, report or chunk (a statement: its meaning says more)
-SPEAKER_NAME_TERM = 0.5  # a lexeme that is the name of the speaker the query names counts this much
-SPEAKER_WEIGHT = 0.2  # the turn's speaker is the person the query names
-TIME_WEIGHT = 0.1  # a when-question and a turn that states a time
-PERIOD_WEIGHT = 0.2  # the turn's event time is in the period the query names
-LIFT_MAX = 0.65  # lineage (layered.py: at most 5 items x 0.1 + 1 report x 0.15)
-BOOST_MAX = SPEAKER_WEIGHT + TIME_WEIGHT + PERIOD_WEIGHT + LIFT_MAX  # evidence besides the words
+# How two features are computed (shares, not weights): a turn's dense feature adds this share of the mean of
+# its adjacent turns' similarities (same session); a lexeme the turn lacks but a neighbour within WINDOW holds
+# counts NEIGHBOUR_TERM in its coverage, and the name of the speaker the query names SPEAKER_NAME_TERM.
+DENSE_NEIGHBOUR = 0.25
+NEIGHBOUR_TERM = 0.5
+SPEAKER_NAME_TERM = 0.5
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    """The ranking's weights, every one in logit units: what its signal adds to a row's z at most (a share
+    in 0..1, the coverage or an item's score, times the weight; a flag, once). bench.fit_ranking computes
+    them from labelled scores and tests/retrieval/test_fit_ranking.py holds these values to its output."""
+
+    lexical: float = 4.8  # x a conversation turn's coverage (0..1): dialog turns need their words
+    entry_lexical: float = 0.8  # x the coverage of an item, report or chunk: a statement's meaning says more
+    speaker: float = 1.6  # the turn's speaker is the one person the query names
+    time: float = 0.8  # a when-question and a turn that states a time
+    period: float = 1.6  # the turn's event time is in the period the query names
+    item: float = 0.8  # lineage: x the score of each of the best ITEM_TOP items, to each of its source turns
+    report: float = 1.2  # lineage: x the score of the best report, to each turn behind its key events
+    lift_max: float = 5.2  # lineage at most (layered.py: 5 items x item + 1 report x report)
+    # A query that refers to the subject searched (their name, or he / she / 她 within their memory) is about
+    # them: every row of the subject gets this much, whatever the model. It is what the name adds to a row's
+    # similarity when it is left in the query, measured on bench.facts' English fit subjects: 3.1 logits
+    # under MiniLM (0.38 of cosine), 2.7 under multilingual-e5-small (0.068); a pronoun, which names the
+    # subject as surely, adds almost nothing to either embedding (0.015 of e5 cosine in Chinese) and counts
+    # the same as a name. Set at MiniLM's earlier 0.35 of cosine.
+    subject_reference: float = 2.8
+
+    @property
+    def boost_max(self) -> float:
+        """All the evidence besides the words together: speaker + time + period + lift_max."""
+        return self.speaker + self.time + self.period + self.lift_max
+
+
+WEIGHTS = RankingWeights()
 
 
 @dataclass
@@ -173,11 +196,11 @@ def absolute_score(
     coverage: float = 0.0,
     boost: float = 0.0,
     model: str | None = None,
-    lexical_weight: float = LEXICAL_WEIGHT,
+    lexical_weight: float = WEIGHTS.lexical,
 ) -> float:
     """The score of one row (see the module docstring): `similarity` in the model's cosine, `coverage`
-    the share of the query's lexemes the row holds (worth `lexical_weight`), `boost` the other evidence in
-    cosine units of the default model. In (0, 1), increasing in each argument."""
+    the share of the query's lexemes the row holds (worth `lexical_weight` logits), `boost` the other
+    evidence in logits. In (0, 1), increasing in each argument."""
     return sigmoid(sum(logit_parts(similarity, coverage, {"boost": boost}, model, lexical_weight).values()))
 
 
@@ -191,22 +214,22 @@ def logit_parts(
     coverage: float = 0.0,
     boosts: dict[str, float] | None = None,
     model: str | None = None,
-    lexical_weight: float = LEXICAL_WEIGHT,
+    lexical_weight: float = WEIGHTS.lexical,
+    boost_max: float = WEIGHTS.boost_max,
 ) -> dict[str, float]:
     """The parts of one row's logit z (they add up to it): ``dense`` from `similarity` (the model's
-    cosine), ``lexical`` from `coverage`, one part per boost of `boosts` (cosine units of the default
-    model, each >= 0) and, when they sum past BOOST_MAX, ``boost_cap``: the (negative) amount clipped."""
+    cosine), ``lexical`` from `coverage`, one part per boost of `boosts` (logits, each >= 0) and, when they
+    sum past `boost_max`, ``boost_cap``: the (negative) amount clipped."""
     cal = calibration(model)
     dense = -cal.slope * cal.center if similarity is None else (similarity - cal.center) * cal.slope
-    default = CALIBRATION[DEFAULT_MODEL].slope
-    parts = {"dense": dense, "lexical": default * lexical_weight * cal.words * min(max(coverage, 0.0), 1.0)}
+    parts = {"dense": dense, "lexical": lexical_weight * cal.words * min(max(coverage, 0.0), 1.0)}
     total = 0.0
     for name, value in (boosts or {}).items():
         value = max(value, 0.0)
-        parts[name] = default * value
+        parts[name] = value
         total += value
-    if total > BOOST_MAX:
-        parts["boost_cap"] = default * (BOOST_MAX - total)
+    if total > boost_max:
+        parts["boost_cap"] = boost_max - total
     return parts
 
 
@@ -260,25 +283,30 @@ def adjacent_mean(values: np.ndarray, session: np.ndarray) -> np.ndarray:
     return total / np.maximum(count, 1.0)
 
 
-def evidence(rows: Sequence[Candidate], reading: QueryReading | None) -> np.ndarray:
-    """Per row, the evidence added to its dense similarity, in cosine units (see the module docstring)."""
-    return sum(evidence_parts(rows, reading).values(), np.zeros(len(rows)))
+def evidence(
+    rows: Sequence[Candidate], reading: QueryReading | None, weights: RankingWeights = WEIGHTS
+) -> np.ndarray:
+    """Per row, the evidence added to its dense logit, in logits (see the module docstring)."""
+    return sum(evidence_parts(rows, reading, weights).values(), np.zeros(len(rows)))
 
 
-def evidence_parts(rows: Sequence[Candidate], reading: QueryReading | None) -> dict[str, np.ndarray]:
-    """Per kind of evidence (lineage, speaker, time, period), each row's, in cosine units."""
-    parts = {"lineage": np.minimum(np.array([r.lift for r in rows], dtype=np.float64), LIFT_MAX)}  # bounded
+def evidence_parts(
+    rows: Sequence[Candidate], reading: QueryReading | None, weights: RankingWeights = WEIGHTS
+) -> dict[str, np.ndarray]:
+    """Per kind of evidence (lineage, speaker, time, period), each row's, in logits."""
+    lifts = np.array([r.lift for r in rows], dtype=np.float64)
+    parts = {"lineage": np.minimum(lifts, weights.lift_max)}  # bounded
     if reading is None:
         return parts
     if len(reading.speakers) == 1:
-        parts["speaker"] = SPEAKER_WEIGHT * np.array(
+        parts["speaker"] = weights.speaker * np.array(
             [r.speaker in reading.speakers for r in rows], dtype=float
         )
     if reading.asks_when:
-        parts["time"] = TIME_WEIGHT * np.array([has_time_expression(r.text) for r in rows], dtype=np.float64)
+        parts["time"] = weights.time * np.array([has_time_expression(r.text) for r in rows], dtype=np.float64)
     if reading.period is not None:
         period = reading.period
-        parts["period"] = PERIOD_WEIGHT * np.array(
+        parts["period"] = weights.period * np.array(
             [period.contains(r.event_at) for r in rows], dtype=np.float64
         )
     return parts
@@ -289,9 +317,11 @@ def rank(
     lexemes: Sequence[str],
     windowed: bool,
     reading: QueryReading | None = None,
+    weights: RankingWeights = WEIGHTS,
 ) -> list[Candidate]:
     """Score every row (see the module docstring) and return them best first. `lexemes` are the query's
-    own (not those the rows happen to hold: the coverage of a row must not depend on the others)."""
+    own (not those the rows happen to hold: the coverage of a row must not depend on the others); `weights`
+    are the code's unless a fit tries others (bench.fit_ranking)."""
     if not rows:
         return []
     if windowed:
@@ -305,21 +335,22 @@ def rank(
     # Each row's cosine in the default model's units, so that neighbours of different models can be mixed.
     # A query that names the subject searched is embedded without the name (query_reading.without_subject:
     # left in, it decides between the subject's rows by who names them); the match it made with every row
-    # is given back as SUBJECT_REFERENCE, the same for each row, so the score keeps its meaning.
+    # is given back as weights.subject_reference, the same for each row, so the score keeps its meaning.
     named = reading is not None and reading.names_subject
+    reference = weights.subject_reference if named else 0.0
     plain = np.array([_in_default_units(r.similarity, r.model) for r in ordered], dtype=np.float64)
-    dense = np.array([_in_default_units(r.similarity, r.model, named) for r in ordered], dtype=np.float64)
+    dense = np.array([_in_default_units(r.similarity, r.model, reference) for r in ordered], dtype=np.float64)
     near = DENSE_NEIGHBOUR * adjacent_mean(plain, session) if windowed else np.zeros(len(ordered))
     if windowed:
         dense = dense + DENSE_NEIGHBOUR * adjacent_mean(dense, session)
-    kinds = evidence_parts(ordered, reading)
-    lexical = LEXICAL_WEIGHT if windowed else ENTRY_LEXICAL_WEIGHT
+    kinds = evidence_parts(ordered, reading, weights)
+    lexical = weights.lexical if windowed else weights.entry_lexical
     slope = CALIBRATION[DEFAULT_MODEL].slope
     for i, (row, d, c) in enumerate(zip(ordered, dense, covered, strict=True)):
         row.dense, row.coverage = float(d), float(c)
         words = lexical * calibration(row.model).words  # d is in the default model's units already
         boosts = {name: float(values[i]) for name, values in kinds.items() if values[i]}
-        parts = logit_parts(float(d), float(c), boosts, lexical_weight=words)
+        parts = logit_parts(float(d), float(c), boosts, lexical_weight=words, boost_max=weights.boost_max)
         # The dense part, told apart: the row's own cosine, its neighbours' share, the subject reference.
         own = (plain[i] - CALIBRATION[DEFAULT_MODEL].center) * slope
         if row.similarity is not None and (near[i] or named):
@@ -330,11 +361,11 @@ def rank(
     return sorted(ordered, key=lambda r: (-r.score, r.id))
 
 
-def _in_default_units(similarity: float | None, model: str | None, named: bool = False) -> float:
-    """A model's cosine (plus SUBJECT_REFERENCE when the query named the subject) mapped onto the default
-    model's scale (same logit), or 0 without an embedding."""
+def _in_default_units(similarity: float | None, model: str | None, reference: float = 0.0) -> float:
+    """A model's cosine (plus `reference` logits: the subject reference when the query named the subject)
+    mapped onto the default model's scale (same logit), or 0 without an embedding."""
     if similarity is None:
         return 0.0
     cal, default = calibration(model), CALIBRATION[DEFAULT_MODEL]
-    similarity += SUBJECT_REFERENCE / cal.slope if named else 0.0
+    similarity += reference / cal.slope if reference else 0.0
     return default.center + (similarity - cal.center) * cal.slope / default.slope

@@ -10,7 +10,7 @@ import pytest
 
 from models.memory_items import Explain
 from strataflow.retrieval.query_reading import Period, QueryReading
-from strataflow.retrieval.ranking import BOOST_MAX, CALIBRATION, DEFAULT_MODEL, Candidate, logit_parts, rank
+from strataflow.retrieval.ranking import CALIBRATION, DEFAULT_MODEL, WEIGHTS, Candidate, logit_parts, rank
 
 T0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 
@@ -53,9 +53,9 @@ def test_the_parts_add_up_to_the_logit_and_its_sigmoid_is_the_score(windowed: bo
 
 def test_evidence_past_its_cap_shows_as_a_negative_part() -> None:
     slope = CALIBRATION[DEFAULT_MODEL].slope
-    parts = logit_parts(0.5, 1.0, {"speaker": BOOST_MAX, "time": 0.5})
-    assert parts["boost_cap"] == pytest.approx(-0.5 * slope)
-    capped = (0.5 - CALIBRATION[DEFAULT_MODEL].center) * slope + parts["lexical"] + BOOST_MAX * slope
+    parts = logit_parts(0.5, 1.0, {"speaker": WEIGHTS.boost_max, "time": 4.0})
+    assert parts["boost_cap"] == pytest.approx(-4.0)
+    capped = (0.5 - CALIBRATION[DEFAULT_MODEL].center) * slope + parts["lexical"] + WEIGHTS.boost_max
     assert sum(parts.values()) == pytest.approx(capped)
 
 

@@ -11,11 +11,7 @@ from strataflow.retrieval.query_reading import Period, QueryReading
 from strataflow.retrieval.ranking import (
     CALIBRATION,
     DEFAULT_MODEL,
-    LEXICAL_WEIGHT,
-    PERIOD_WEIGHT,
-    SPEAKER_WEIGHT,
-    SUBJECT_REFERENCE,
-    TIME_WEIGHT,
+    WEIGHTS,
     Candidate,
     absolute_score,
     coverage,
@@ -48,7 +44,7 @@ def test_the_score_is_in_the_unit_interval_and_rises_with_similarity_words_and_e
     assert all(0.0 < s < 1.0 for s in scores)
     assert all(a < b for a, b in zip(scores, scores[1:], strict=False))  # monotone in dense
     assert absolute_score(0.4, coverage=0.5) > absolute_score(0.4)
-    assert absolute_score(0.4, boost=0.1) > absolute_score(0.4)
+    assert absolute_score(0.4, boost=0.8) > absolute_score(0.4)
     assert absolute_score(0.4, coverage=5.0, boost=99.0) == absolute_score(0.4, coverage=1.0, boost=99.0)
     center = CALIBRATION[DEFAULT_MODEL].center
     assert absolute_score(center) == pytest.approx(0.5)  # what 0.5 means: the calibration's center
@@ -64,7 +60,7 @@ def test_a_rows_score_does_not_depend_on_the_other_rows():
 
 def test_a_clear_dense_gap_is_not_outvoted_by_words():
     # the related row shares no word with the query; the unrelated one shares all of them
-    related = turn(1, {}, sim=0.05 + LEXICAL_WEIGHT + 0.01)
+    related = turn(1, {}, sim=0.05 + WEIGHTS.lexical / CALIBRATION[DEFAULT_MODEL].slope + 0.01)
     wordy = turn(2, {"peanut": 1, "dora": 1}, sim=0.05)
     ranked = rank([wordy, related], ["peanut", "dora"], windowed=False)
     assert [r.id for r in ranked] == [1, 2]
@@ -104,14 +100,14 @@ def test_evidence_adds_the_speaker_time_period_and_lineage_of_each_row():
         period=Period(at - timedelta(days=1), at + timedelta(days=1)),
     )
     rows = [
-        Candidate(1, "c", at, 0.5, 5, {}, speaker="Nora", text="went yesterday", lift=0.05),
+        Candidate(1, "c", at, 0.5, 5, {}, speaker="Nora", text="went yesterday", lift=0.4),
         Candidate(2, "c", at - timedelta(days=9), 0.5, 5, {}, speaker="Ben", text="sounds great"),
     ]
     assert evidence(rows, reading).tolist() == pytest.approx(
-        [SPEAKER_WEIGHT + TIME_WEIGHT + PERIOD_WEIGHT + 0.05, 0.0]
+        [WEIGHTS.speaker + WEIGHTS.time + WEIGHTS.period + 0.4, 0.0]
     )
     both = QueryReading(speakers=frozenset({"Nora", "Ben"}))  # two named people: no speaker evidence
-    assert evidence(rows, both).tolist() == [0.05, 0.0]
+    assert evidence(rows, both).tolist() == [0.4, 0.0]
 
 
 def test_each_model_is_calibrated_on_its_own_scale():
@@ -130,8 +126,8 @@ def test_a_query_naming_the_subject_gets_the_reference_back_on_every_row_without
     plain = {c.id: c.score for c in rank([turn(1, {}, sim=0.30), turn(2, {}, sim=0.25)], [], windowed=False)}
     named = rank(rows, [], windowed=False, reading=QueryReading(names_subject=True))
     assert [c.id for c in named] == [1, 2]  # the same order: the reference is the same for every row
-    reference = SUBJECT_REFERENCE / CALIBRATION[DEFAULT_MODEL].slope
+    reference = WEIGHTS.subject_reference / CALIBRATION[DEFAULT_MODEL].slope
     assert reference > 0
-    for c in named:  # and worth exactly the model's reference in cosine
+    for c in named:  # and worth exactly the reference (in the model's cosine: reference / slope)
         assert c.score > plain[c.id]
         assert c.score == pytest.approx(absolute_score((0.30 if c.id == 1 else 0.25) + reference))
