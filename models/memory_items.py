@@ -51,12 +51,19 @@ class Explain(BaseModel):
         "speaker, time, period, lineage, boost_cap (a cap shows as its own negative part)"
     )
     logit: float = Field(description="z, the sum of the parts; the score is 1 / (1 + e^-z)")
+    uncalibrated: str | None = Field(
+        None,
+        description="set when the row's embedding model has no calibration: it is scored as the default "
+        "model's cosine, so a threshold means less on it (docs/retrieval.md, Scores)",
+    )
 
     @classmethod
-    def of(cls, parts: dict[str, float]) -> Explain:
+    def of(cls, parts: dict[str, float], uncalibrated: str | None = None) -> Explain:
         """The explanation of a row whose logit has these parts (rounded to 4 places, as the score)."""
         return cls(
-            parts={k: round(float(v), 4) for k, v in parts.items()}, logit=round(sum(parts.values()), 4)
+            parts={k: round(float(v), 4) for k, v in parts.items()},
+            logit=round(sum(parts.values()), 4),
+            uncalibrated=uncalibrated,
         )
 
 

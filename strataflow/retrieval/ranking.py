@@ -175,6 +175,14 @@ def cross_language(model: str) -> str:
 _UNCALIBRATED: set[str] = set()
 
 
+def uncalibrated(model: str | None) -> str | None:
+    """None for a model with a calibration (or the default), else what a threshold on its rows must be
+    told: "uncalibrated model X: scored as all-MiniLM-L6-v2" (explain shows it: docs/retrieval.md)."""
+    if model is None or canonical_model(model) in CALIBRATION:
+        return None
+    return f"uncalibrated model {model}: scored as {DEFAULT_MODEL}"
+
+
 def calibration(model: str | None) -> DenseCalibration:
     """The model's calibration, by its canonical name; a model without one is treated as the default model
     (logged once per process: its scores mean less than docs/retrieval.md says)."""

@@ -53,7 +53,7 @@ from strataflow.retrieval.layer_sql import LAYERS, ItemFilter, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers, without_subject
 from strataflow.retrieval.question_centroid import question_centroid
-from strataflow.retrieval.ranking import Candidate, cross_language, rank
+from strataflow.retrieval.ranking import Candidate, cross_language, rank, uncalibrated
 from strataflow.textsearch import or_query_parts
 
 SCORE_DIGITS = 4  # a hit's score is rounded once, here, so every surface shows the same number
@@ -124,7 +124,9 @@ def search(
     searched; `now` anchors relative times in the query ("last week"), default the clock; `metadata=False`
     leaves the rows' provenance out of the hits (their ids and scores stay) for a caller that reads the rows
     itself, which saves a round trip. `threshold` keeps only hits that score at least that much (the score
-    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md). `item_filter`
+    is absolute: strataflow.retrieval.ranking; what a value means is in docs/retrieval.md; a row embedded by
+    a model without a calibration is scored as the default model's cosine, which the process logs once and
+    each hit's `explain.uncalibrated` says). `item_filter`
     (layer_sql.ItemFilter) is a condition the items must meet besides the scope, in the query that finds them
     (a drop-in's filter: mem0's, the LangGraph store's), so that the k best are the k best of those items,
     not of all the viewer sees; it may also make the private items of agents it names visible. `explain`
@@ -464,7 +466,7 @@ def _as_hits(layer: str, ranked: Sequence[Candidate], exact: bool, explain: bool
         if c.lift:
             meta["lineage_lift"] = round(c.lift, 4)
         score = round(c.score, SCORE_DIGITS)
-        why = Explain.of(c.parts) if explain else None
+        why = Explain.of(c.parts, uncalibrated(c.model)) if explain else None
         hits.append(
             Hit(
                 layer=layer,

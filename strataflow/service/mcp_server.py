@@ -413,7 +413,8 @@ def _why(hit: MemoryHit) -> str:
     if hit.explain is None:
         return ""
     parts = " ".join(f"{name} {value:+g}" for name, value in hit.explain.parts.items())
-    return f", logit {hit.explain.logit:g} = {parts}"
+    note = f" ({hit.explain.uncalibrated})" if hit.explain.uncalibrated else ""
+    return f", logit {hit.explain.logit:g} = {parts}{note}"
 
 
 def _secret(settings: Settings) -> str | None:

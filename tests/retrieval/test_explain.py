@@ -67,3 +67,20 @@ def test_calibration_is_looked_up_by_the_canonical_model_name() -> None:
     assert calibration("intfloat/multilingual-e5-small") == e5 == calibration("Multilingual-E5-Small")
     assert calibration("sentence-transformers/all-MiniLM-L6-v2") == CALIBRATION[DEFAULT_MODEL]
     assert calibration("some-org/unknown-model") == CALIBRATION[DEFAULT_MODEL]
+
+
+def test_a_row_of_an_uncalibrated_model_says_so_in_its_explanation() -> None:
+    """A threshold means less on such a row (it is scored as the default model's cosine): explain says so."""
+    from strataflow.retrieval.ranking import uncalibrated
+    from strataflow.retrieval.search import _as_hits
+
+    assert uncalibrated(None) is None and uncalibrated("intfloat/multilingual-e5-small") is None
+    assert uncalibrated("multilingual-e5-small:cross") is None
+    note = "uncalibrated model some-org/unknown-model: scored as all-MiniLM-L6-v2"
+    assert uncalibrated("some-org/unknown-model") == note
+    rows = [turn(1, 0.5, {}), Candidate(2, "c1", T0, 0.5, 5, {}, model="some-org/unknown-model")]
+    hits = _as_hits("items", rank(rows, [], windowed=False), exact=True, explain=True)
+    assert [(h.id, h.score, h.explain.uncalibrated if h.explain else "-") for h in hits] == [
+        (1, hits[0].score, None),
+        (2, hits[0].score, note),  # same cosine, same score: it was scored as the default model
+    ]
