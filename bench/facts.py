@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.facts_shapes import run_shapes
+from bench.facts_shapes import ask_explained, run_shapes
 
 DATA = Path(__file__).parent / "data"
 LANGS = ("en", "zh")
@@ -208,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--data", type=Path, default=DATA, help="Folder with facts_en.json and facts_zh.json."
     )
     parser.add_argument("--shapes-only", action="store_true", help="Ask the agent shapes only (quick).")
+    parser.add_argument("--skip-shapes", action="store_true", help="Ask the two fact sets only.")
     args = parser.parse_args(argv)
     started = time.perf_counter()
 
@@ -220,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     migrations.upgrade(engine)
     run = uuid.uuid4().hex[:8]
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
-    shapes, shape_misses = run_shapes(engine, settings, run, args.split, args.data, dump)
+    shapes, shape_misses = (
+        ({}, []) if args.skip_shapes else run_shapes(engine, settings, run, args.split, args.data, dump)
+    )
     for miss in shape_misses:
         log(f"shape miss: {miss}")
     if args.shapes_only:
@@ -246,7 +249,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             [tallies[f"holdout_{subject.lang}"]] if subject.split == "holdout" else []
         )
         for i, question in enumerate(subject.questions):
-            hits = ask(engine, settings, namespace, subject.subject, question)
+            explained = ask_explained(engine, settings, namespace, subject.subject, question) if dump else []
+            hits = (
+                [(i, s) for i, s, _ in explained]
+                if dump
+                else ask(engine, settings, namespace, subject.subject, question)
+            )
             right = next((score for item, score in hits if fact_of.get(item) == i), 0.0)
             first = bool(hits) and fact_of.get(hits[0][0]) == i
             for tally in kept:
@@ -263,17 +271,26 @@ def main(argv: Sequence[str] | None = None) -> None:
                 misses.append(f"{subject.subject}: {question} -> {got}")
             if dump:
                 record = {"kind": "case", "lang": subject.lang, "split": subject.split, "right": i}
-                _dump(dump, record, engine, settings, namespace, subject, question, hits, fact_of, models)
+                _dump(
+                    dump, record, engine, settings, namespace, subject, question, explained, fact_of, models
+                )
         for lang in LANGS:
             for query in unrelated[lang]:
-                hits = ask(engine, settings, namespace, subject.subject, query)
+                explained = ask_explained(engine, settings, namespace, subject.subject, query) if dump else []
+                hits = (
+                    [(i, s) for i, s, _ in explained]
+                    if dump
+                    else ask(engine, settings, namespace, subject.subject, query)
+                )
                 top = hits[0][1] if hits else 0.0
                 tallies[lang].unrelated_scores.append(top)
                 if subject.split == "holdout":
                     tallies[f"holdout_{subject.lang}"].unrelated_scores.append(top)
                 if dump:
                     record = {"kind": "unrelated", "lang": lang, "split": subject.split, "right": None}
-                    _dump(dump, record, engine, settings, namespace, subject, query, hits, fact_of, models)
+                    _dump(
+                        dump, record, engine, settings, namespace, subject, query, explained, fact_of, models
+                    )
         log(f"{subject.subject}: {len(subject.questions)} questions asked, unrelated queries asked")
     if dump:
         dump.close()
@@ -321,12 +338,16 @@ def _dump(
     namespace: str,
     subject: Subject,
     query: str,
-    hits: list[tuple[int, float]],
+    explained: list[tuple[int, float, dict[str, float]]],
     fact_of: dict[int, int],
     models: dict[str, Callable[[Sequence[str], bool], np.ndarray]],
 ) -> None:
-    """One JSON line: the query and every fact of its subject with its search result and features."""
+    """One JSON line: the query and every fact of its subject with its search result (`explained`: item,
+    score and the parts of its logit, what bench.fit_ranking fits the calibrations and weights on) and
+    features."""
     meta = features(engine, settings, namespace, subject.subject, query)
+    hits = [(item, score) for item, score, _ in explained]
+    parts = {item: why for item, _, why in explained}
     place = {fact_of[item]: (rank, score, item) for rank, (item, score) in enumerate(hits, start=1)}
     item_of = {index: item for item, index in fact_of.items()}
     cosines = {name: (_vectors(encode, subject.facts, False) @ _vectors(encode, (query,), True)[0]).tolist()
@@ -342,11 +363,16 @@ def _dump(
                 "rank": rank,
                 "score": score,
                 "ranking": meta.get(item_of[index], {}),
+                "parts": parts.get(item_of[index], {}),
                 "cosine": {name: round(values[index], 5) for name, values in cosines.items()},
                 "lexical": round(lexical_overlap(query, fact), 4),
             }
         )
-    record.update(subject=subject.subject, subject_lang=subject.lang, query=query, candidates=candidates)
+    from strataflow.retrieval.ranking import CALIBRATION
+
+    calibration = {name: [cal.center, cal.slope] for name, cal in CALIBRATION.items()}
+    record.update(subject=subject.subject, subject_lang=subject.lang, query=query, calibration=calibration)
+    record.update(candidates=candidates)
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

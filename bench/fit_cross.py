@@ -1,0 +1,150 @@
+"""bench.facts' shape subjects for bench.fit_ranking: the cross-language calibration.
+
+A question and a memory in different languages (a Chinese question about an English fact, or the reverse) are
+compared under the multilingual model (strataflow.retrieval.layer_sql: an English item's embedding_multi, a
+Chinese item's own vector), whose cosines across languages are lower than within one: they get a calibration
+of their own, ``multilingual-e5-small:cross`` in strataflow.retrieval.ranking.CALIBRATION. It is the output
+of `fit_cross` over labelled scores, fitted on bench.facts' fit subjects only and checked on the holdout ones:
+
+- the labelled scores: from `python -m bench.facts --shapes-only --dump PATH` (bench.facts_shapes), every
+  search whose question's language is not its subject's: the right fact of a cross question (label 1) and
+  every hit of an unrelated query (label 0), each as its similarity (the dense part of its explained logit,
+  read back through the calibration it was dumped under) and the rest of its logit (the subject reference;
+  the model's rows take no words), which the calibration does not change;
+- the slope: the model's own (its calibration within one language) times the ratio of the right answers'
+  spreads (standard deviations) within one language (the Chinese shape questions about Chinese facts) and
+  across languages: a difference in meaning is worth the same logits in either (across languages the
+  cosines are lower, not wider: 0.881 +- 0.022 within, 0.789 +- 0.024 across on the fit subjects). Platt's
+  sigmoid calibration (`platt_slope`, as scikit-learn's `_sigmoid_calibration`, the rest of the logit as an
+  offset) is printed beside it: on 30 right answers it gave 67.8, and the holdout's right answers at or
+  above 0.5 fell to 0.7 under it (1.0 under the spread's);
+- the centre: where a row with the rest of its logit scores 0.5, half-way between the best unrelated row and
+  the right answers' 10th percentile (the margin rule of the other models' centres, ranking.CALIBRATION),
+  so that the threshold 0.5 keeps nine right answers in ten and no unrelated one on the fit subjects.
+
+The labelled scores are committed as bench/data/ranking_fit_cross.json (`python -m bench.fit_ranking
+--facts-dump PATH --save` writes them again); `table` gives, per split (fit, holdout), the cross cases, top-1,
+the share of right answers at or above 0.5 and the best unrelated score under a calibration.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from strataflow.llm.embeddings import is_cjk_text
+from strataflow.retrieval.ranking import DenseCalibration
+
+SAME = "multilingual-e5-small"
+CROSS = "multilingual-e5-small:cross"
+RIGHT_SHARE = 0.9  # the share of right answers the centre keeps at or above 0.5 on the fit subjects
+DIGITS = 3  # the constants are rounded to this many decimals (the code holds them so)
+
+
+def cross_rows(lines: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The labelled scores of a bench.facts_shapes dump: one row per search in the multilingual model's
+    space, across languages or (`same`) a Chinese question about Chinese facts (its split, the right fact's
+    index or None, and per hit: fact, similarity, rest of the logit)."""
+    rows = []
+    for line in lines:
+        if line["kind"] not in ("shape", "shape_unrelated"):
+            continue
+        same = is_cjk_text(line["query"]) == (line["subject_lang"] == "zh")
+        if same and line["subject_lang"] != "zh":
+            continue  # English about English: the default model's space
+        center, slope = line["calibration"][SAME if same else CROSS]
+        hits = []
+        for hit in line["hits"]:
+            parts = hit["parts"]
+            dense = float(parts.get("dense", 0.0))
+            hits.append(
+                {
+                    "fact": hit["fact"],
+                    "sim": round(center + dense / slope, 5),
+                    "rest": round(sum(float(v) for v in parts.values()) - dense, 4),
+                }
+            )
+        row = {"split": line["split"], "right": line["right"], "hits": hits, "query": line["query"]}
+        rows.append({**row, "same": True} if same else row)
+    return rows
+
+
+def labelled_arrays(rows: Sequence[dict[str, Any]], split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(similarity, rest, label) of the split's right answers (1) and unrelated hits (0) across languages."""
+    sims, rests, labels = [], [], []
+    for row in rows:
+        if row["split"] != split or row.get("same"):
+            continue
+        for hit in row["hits"]:
+            if row["right"] is None or hit["fact"] == row["right"]:
+                sims.append(hit["sim"])
+                rests.append(hit["rest"])
+                labels.append(0.0 if row["right"] is None else 1.0)
+    return np.array(sims), np.array(rests), np.array(labels)
+
+
+def platt_slope(sims: np.ndarray, rests: np.ndarray, labels: np.ndarray) -> float:
+    """The slope of Platt's sigmoid calibration of labels on sims (rests as an offset, classes weighted
+    equally, Platt's smoothed targets), by Newton's method on (slope, intercept)."""
+    positives, negatives = labels.sum(), len(labels) - labels.sum()
+    target = np.where(labels > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
+    weight = np.where(labels > 0, len(labels) / (2 * positives), len(labels) / (2 * negatives))
+    x = np.stack([sims, np.ones_like(sims)], axis=1)
+    theta = np.zeros(2)
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(x @ theta + rests)))
+        gradient = x.T @ (weight * (p - target))
+        hessian = (x * (weight * p * (1 - p))[:, None]).T @ x + 1e-9 * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        theta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return float(theta[0])
+
+
+def fit_cross(rows: Sequence[dict[str, Any]], e5_slope: float) -> DenseCalibration:
+    """The cross-language calibration fitted on the fit subjects' rows (module docstring), from the
+    within-language slope `e5_slope`."""
+    sims, rests, labels = labelled_arrays(rows, "fit")
+    within = [
+        hit["sim"]
+        for row in rows
+        if row["split"] == "fit" and row.get("same") and row["right"] is not None
+        for hit in row["hits"]
+        if hit["fact"] == row["right"]
+    ]
+    slope = round(e5_slope * float(np.std(within)) / float(np.std(sims[labels > 0])), 1)
+    # Where each row stands in cosine once the rest of its logit is counted: sim + rest / slope.
+    standing = sims + rests / slope
+    right = np.quantile(standing[labels > 0], 1 - RIGHT_SHARE, method="lower")
+    unrelated = standing[labels == 0].max()
+    center = round(float((right + unrelated) / 2), DIGITS)
+    return DenseCalibration(center=center, slope=slope, words=0.0)
+
+
+def table(rows: Sequence[dict[str, Any]], split: str, cal: DenseCalibration) -> dict[str, Any]:
+    """A split's cross figures under `cal`: cases, top-1, right answers >= 0.5, best unrelated score."""
+    rows = [row for row in rows if row["split"] == split and not row.get("same")]
+    cases = [row for row in rows if row["right"] is not None]
+    unrelated = [row for row in rows if row["right"] is None]
+
+    def score(hit: dict[str, Any]) -> float:
+        return 1 / (1 + math.exp(-((hit["sim"] - cal.center) * cal.slope + hit["rest"])))
+
+    top1 = above = 0
+    for row in cases:
+        scored = sorted(row["hits"], key=lambda hit: -score(hit))
+        top1 += bool(scored) and scored[0]["fact"] == row["right"]
+        above += any(hit["fact"] == row["right"] and score(hit) >= 0.5 for hit in row["hits"])
+    worst = max((score(hit) for row in unrelated for hit in row["hits"]), default=0.0)
+    n = len(cases)
+    return {
+        "cases": n,
+        "top1": round(top1 / n, 4) if n else 0.0,
+        "right_above_0_5": round(above / n, 4) if n else 0.0,
+        "unrelated_queries": len(unrelated),
+        "max_unrelated_score": round(worst, 4),
+    }
