@@ -9,8 +9,9 @@ bounded evidence, each term in logit units:
     z = dense + lexical x coverage + speaker + time + period + lineage,    score = 1 / (1 + e^-z)
 
 Every weight is in logit units and lives in one frozen object, ``WEIGHTS`` (`RankingWeights`); every number
-in it, and every calibration, is the output of a function over labelled scores (bench.fit_ranking, which
-tests/retrieval/test_fit_ranking.py holds the code to).
+in it but the subject reference, and every calibration, is the output of a function over labelled scores
+(bench.fit_ranking, which tests/retrieval/test_fit_ranking.py holds the code to; where the fit gives another
+value and the code keeps its own until that is decided, bench.fit_ranking.AWAITING says so).
 
 - dense: the cosine similarity to the query's embedding (for a statement, an item, report or chunk, less
   its hubness: strataflow.retrieval.question_centroid), calibrated per embedding model
@@ -77,24 +78,26 @@ class DenseCalibration:
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 # The center of a model lies, on bench.facts' fit subjects, between the best cosine an unrelated query reached
-# and the lowest a right answer had (with the subject reference below), so that 0.5 separates them; the
-# holdout subjects check it (docs/retrieval-quality.md). The slope is the spread of the model's cosines: what
-# a clear difference in meaning is worth.
+# and the lowest a right answer had (with the subject reference), so that 0.5 separates them; the holdout
+# subjects check it. The slope is the spread of the model's cosines: what a clear difference in meaning is
+# worth. Both are outputs of `python -m bench.fit_ranking` (bench/fit_facts.py, fit_cross.py), which
+# tests/retrieval/test_fit_ranking.py holds these to (docs/retrieval-quality.md, "Re-fitting the ranking").
 CALIBRATION: dict[str, DenseCalibration] = {
     # MiniLM: paraphrased right answers 0.45-0.8 (with their words: 0.8 and up), unrelated queries below 0.4
     # (statements centred: strataflow.retrieval.question_centroid). The midpoint is 0.42; 0.4 is kept, inside
-    # the gap, because 0.42 lowered the items' lineage lift and cost LoCoMo 0.1 point at every k.
+    # the gap: 0.42 lowered the items' lineage lift and cost LoCoMo (bench.fit_ranking.default_center).
     DEFAULT_MODEL: DenseCalibration(center=0.4, slope=8.0),
     # multilingual-e5-small (the CJK embedder): compressed, right answers 0.81-0.90 on the Chinese facts,
     # unrelated queries up to 0.86 (fit subjects: 0.818 + 0.07 of reference and 0.8625: midpoint 0.875).
-    # Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by meaning alone.
+    # Jieba's words (她, 什么) cost top-1 on the Chinese facts: its rows rank by meaning alone. The fit's
+    # spread rule gives 45.3 / 0.87 (the same top-1 and right answers >= 0.5): reported, not yet taken.
     "multilingual-e5-small": DenseCalibration(center=0.875, slope=40.0, words=0.0),
     # multilingual-e5-small between a question and a memory in different languages (a Chinese question about
     # an English fact, or the reverse: strataflow.retrieval.layer_sql's multilingual space): right answers
     # 0.74-0.84 (0.88 within one language), unrelated queries up to 0.78. Fitted by `python -m
     # bench.fit_ranking` on bench.facts' fit subjects (slope: the spread of right answers within and across
-    # languages; centre: the margin rule above) and checked on the holdout ones (docs/retrieval-quality.md);
-    # tests/retrieval/test_fit_ranking.py fails when these are not the fit's.
+    # languages, from e5's 40; centre: the margin rule above) and checked on the holdout ones (docs/retrieval-
+    # quality.md). From the spread rule's e5 slope (45.3) the fit gives 41.5 / 0.797: reported, not yet taken.
     "multilingual-e5-small:cross": DenseCalibration(center=0.802, slope=36.6, words=0.0),
 }
 CROSS_LANGUAGE = ":cross"  # a model's name + this: its cosines between texts of different languages
@@ -112,7 +115,9 @@ SPEAKER_NAME_TERM = 0.5
 class RankingWeights:
     """The ranking's weights, every one in logit units: what its signal adds to a row's z at most (a share
     in 0..1, the coverage or an item's score, times the weight; a flag, once). bench.fit_ranking computes
-    them from labelled scores and tests/retrieval/test_fit_ranking.py holds these values to its output."""
+    all but subject_reference from labelled scores, and tests/retrieval/test_fit_ranking.py holds these
+    values to its output (speaker, item and lift_max: the fit's differ, reported, bench.fit_ranking.AWAITING).
+    """
 
     lexical: float = 4.8  # x a conversation turn's coverage (0..1): dialog turns need their words
     entry_lexical: float = 0.8  # x the coverage of an item, report or chunk: a statement's meaning says more
