@@ -18,6 +18,8 @@ from typing import Any
 
 from sqlalchemy import text
 
+from strataflow.retrieval.ranking import WEIGHTS
+
 Call = tuple[bool, list[Any], list[str], Any]  # windowed, candidates, lexemes, reading
 
 
@@ -79,9 +81,9 @@ def recording(recorder: Recorder | None, question: dict[str, Any]) -> Iterator[N
     original = search_module.rank
     calls: list[Call] = []
 
-    def spy(rows: Any, lexemes: Any, windowed: bool, reading: Any = None) -> Any:
+    def spy(rows: Any, lexemes: Any, windowed: bool, reading: Any = None, weights: Any = WEIGHTS) -> Any:
         calls.append((windowed, list(rows), list(lexemes), reading))
-        return original(rows, lexemes, windowed, reading=reading)
+        return original(rows, lexemes, windowed, reading=reading, weights=weights)
 
     search_module.rank = spy
     try:
