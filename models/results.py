@@ -129,6 +129,15 @@ class EmbedResult(BaseModel):
     memory_items_multi: int = Field(
         0, description="items given their multilingual vector (memory_items.embedding_multi)"
     )
+    conversation_messages_multi: int = Field(
+        0, description="L1 turns given their multilingual vector (conversation_messages.embedding_multi)"
+    )
+    weekly_reports_multi: int = Field(
+        0, description="L3 reports given their multilingual vector (weekly_reports.embedding_multi)"
+    )
+    asset_chunks_multi: int = Field(
+        0, description="asset chunks given their multilingual vector (asset_chunks.embedding_multi)"
+    )
     encoded: int = 0
     cache_hits: int = 0
 

@@ -45,7 +45,8 @@ UPSERT_REPORT = text(
         source_message_ids = excluded.source_message_ids, fts = excluded.fts, run_id = excluded.run_id,
         prompt_version = excluded.prompt_version, model = excluded.model,
         revision = weekly_reports.revision + 1,
-        embedding = null, embedding_model = null, updated_at = now()
+        embedding = null, embedding_model = null, embedding_multi = null, embedding_multi_model = null,
+        updated_at = now()
     """
 )
 REPORT_FIELDS = (

@@ -1,7 +1,9 @@
 """Assets: data assets (Markdown/text, CSV/Parquet, JSON/JSONL, SQL tables) into long-term memory.
 
 Each asset is one `asset_documents` row (namespace, uri, kind, checksum, version) and its `asset_chunks`
-(content, hash, token estimate, language, full-text vector, embedding through the embedding cache).
+(content, hash, token estimate, language, full-text vector, embedding through the embedding cache, and,
+for a chunk whose own model is not the multilingual one, its multilingual vector: embedding_multi, sql/401,
+encoded before the asset's transaction when the asset is new or changed: strataflow.pipeline.embed_multi).
 Chunking is in strataflow/ingest/chunking.py. An asset whose checksum is unchanged is skipped without being
 parsed or encoded; a changed one replaces all its chunks in one transaction (version + 1) and leaves an
 `asset_replace` row in deletion_reports. A file that cannot be read or parsed (bad UTF-8, bad JSON, an
@@ -16,6 +18,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from sqlalchemy import Connection, Engine, text
 
 from models.results import AssetResult
@@ -32,7 +35,9 @@ from strataflow.ingest.asset_readers import (
 from strataflow.ingest.chunking import Chunk
 from strataflow.ingest.quarantine import quarantine_row, write_quarantine
 from strataflow.llm.embeddings import embed_texts_counted, model_for_text
+from strataflow.memory.item_embedding import multi_model
 from strataflow.pipeline.deletion_reports import write_deletion_report
+from strataflow.pipeline.embed_multi import multi_vectors
 from strataflow.textsearch import TSVECTOR_SQL, detect_lang, fts_parts
 
 logger = logging.getLogger(__name__)
@@ -71,18 +76,27 @@ DELETE_CHUNKS = text("delete from asset_chunks where document_id = :document_id"
 INSERT_CHUNK = text(
     f"""
     insert into asset_chunks (document_id, namespace, chunk_index, content, content_hash, token_count, lang,
-                              embedding, embedding_model, fts, metadata)
+                              embedding, embedding_model, embedding_multi, embedding_multi_model, fts,
+                              metadata)
     values (:document_id, :namespace, :chunk_index, :content, :content_hash, :token_count, :lang,
-            :embedding, :embedding_model, {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
+            :embedding, :embedding_model, cast(:embedding_multi as vector),
+            cast(:embedding_multi_model as text), {TSVECTOR_SQL.format(en=":fts_en", zh=":fts_zh")},
             cast(:metadata as jsonb))
     """
 )
 
 
 def store_asset(
-    conn: Connection, settings: Settings, namespace: str, asset: ParsedAsset, run_id: uuid.UUID | None
+    conn: Connection,
+    settings: Settings,
+    namespace: str,
+    asset: ParsedAsset,
+    run_id: uuid.UUID | None,
+    multis: Sequence[np.ndarray | None] | None = None,
 ) -> tuple[str, AssetResult]:
-    """Insert, replace or skip one asset inside the caller's transaction; returns (action, counts)."""
+    """Insert, replace or skip one asset inside the caller's transaction; returns (action, counts).
+    `multis`: its chunks' multilingual vectors (`chunk_multi_vectors`), encoded ahead by the caller; encoded
+    here when not given."""
     counts = AssetResult(assets=1)
     params = {"namespace": namespace, "uri": asset.uri}
     current = conn.execute(LOCK_DOCUMENT, params).first()
@@ -113,8 +127,16 @@ def store_asset(
         reason = f"checksum changed: {asset.uri}"
         write_deletion_report(conn, run_id, "asset_replace", report, namespace=namespace, reason=reason)
         counts.replaced, action = 1, "replaced"
-    _insert_chunks(conn, settings, namespace, document_id, asset.chunks, counts)
+    if multis is None:
+        multis = chunk_multi_vectors(settings, asset.chunks)
+    _insert_chunks(conn, settings, namespace, document_id, asset.chunks, counts, multis)
     return action, counts
+
+
+def chunk_multi_vectors(settings: Settings, chunks: Sequence[Chunk]) -> list[np.ndarray | None]:
+    """The chunks' multilingual vectors (None for a chunk whose own model is multilingual)."""
+    texts = [chunk.content for chunk in chunks]
+    return multi_vectors(settings, texts, [model_for_text(settings, t) for t in texts])
 
 
 def _insert_chunks(
@@ -124,12 +146,14 @@ def _insert_chunks(
     document_id: int,
     chunks: Sequence[Chunk],
     counts: AssetResult,
+    multis: Sequence[np.ndarray | None],
 ) -> None:
     if not chunks:
         return
     vectors, hits = embed_texts_counted(conn, settings, [chunk.content for chunk in chunks])
+    multi = multi_model(settings)
     rows = []
-    for index, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
+    for index, (chunk, vector, multi_vector) in enumerate(zip(chunks, vectors, multis, strict=True)):
         fts_en, fts_zh = fts_parts(chunk.content)
         rows.append(
             {
@@ -142,6 +166,8 @@ def _insert_chunks(
                 "lang": detect_lang(chunk.content),
                 "embedding": vector,
                 "embedding_model": model_for_text(settings, chunk.content),
+                "embedding_multi": multi_vector,
+                "embedding_multi_model": None if multi_vector is None else multi,
                 "fts_en": fts_en,
                 "fts_zh": fts_zh,
                 "metadata": json.dumps(chunk.metadata, ensure_ascii=False),
@@ -149,7 +175,7 @@ def _insert_chunks(
         )
     conn.execute(INSERT_CHUNK, rows)
     counts.chunks_written += len(rows)
-    counts.encoded += len(rows) - hits
+    counts.encoded += len(rows) - hits + sum(v is not None for v in multis)
     counts.cache_hits += hits
 
 
@@ -239,8 +265,12 @@ def _store(
     run_id: uuid.UUID | None,
     result: AssetResult,
 ) -> None:
+    with engine.connect() as conn:  # a new or changed asset: its multilingual vectors before the transaction
+        known = conn.execute(SELECT_DOCUMENT, {"namespace": namespace, "uri": asset.uri}).first()
+    unchanged = known is not None and known.checksum == asset.checksum
+    ahead = None if unchanged else chunk_multi_vectors(settings, asset.chunks)
     with engine.begin() as conn:
-        action, counts = store_asset(conn, settings, namespace, asset, run_id)
+        action, counts = store_asset(conn, settings, namespace, asset, run_id, ahead)
         if action != "unchanged":
             for error in asset.bad_records:
                 quarantine_asset(

@@ -17,6 +17,11 @@ memory_items (and their versions) -> strataflow.memory.item_embedding.ITEM_TEXT:
 items written without settings;
 weekly_reports (and their revisions) -> summary; insights -> statement; asset_chunks -> content.
 
+One multilingual space (issue 44): a row of a searched table (embed_multi.TABLES: turns, items, reports,
+chunks) whose own model is not the multilingual one (an English row's MiniLM) gets its vector under that
+model in the same page and the same UPDATE (embedding_multi, sql/400 and sql/401), encoded after the page's
+connection is returned; `embed_multi` then fills it for rows embedded before (with its own progress bar).
+
 Rows are read in pages of PAGE_BATCHES x embed_batch_size (keyset on a unique, indexed column): cache
 lookup, one encode call for the misses (the model batches them by `embed_batch_size` after sorting by
 length, exactly as a direct `model.encode` over the same texts would), then, in one transaction per page on
@@ -49,7 +54,7 @@ from strataflow.llm.embeddings import (
     store_encoded,
     vectors_for,
 )
-from strataflow.memory.item_embedding import ITEM_TEXT
+from strataflow.memory.item_embedding import ITEM_TEXT, multi_model
 from strataflow.pipeline import embed_multi
 from strataflow.pipeline.progress import progress_bar
 
@@ -124,7 +129,8 @@ def _rows_sql(target: EmbedTarget, columns: str) -> str:
 
 
 def _columns(target: EmbedTarget) -> str:
-    return ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
+    multi = ("embedding_multi_model",) if target.table in embed_multi.TABLES else ()
+    return ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace", *multi)))
 
 
 def _select_sql(target: EmbedTarget, reembed: bool) -> TextClause:
@@ -147,17 +153,22 @@ def _count_sql(target: EmbedTarget, reembed: bool) -> TextClause:
     return text(f"select count(*) from {target.table} where embedding is null and {_SCOPE}")
 
 
-def _update_sql(target: EmbedTarget) -> TextClause:
+def _update_sql(target: EmbedTarget, multi: bool = False) -> TextClause:
+    """The UPDATE of a row's embedding (with `multi`, its multilingual vector too: embed_multi)."""
     match = " and ".join(
         [f"{key} = :{key}" for key in target.keys]
         + [f"{col} is not distinct from :{col}" for col in target.guards]
     )
-    return text(f"update {target.table} set embedding = :embedding, embedding_model = :model where {match}")
+    also = ", embedding_multi = cast(:multi as vector), embedding_multi_model = :multi_model" if multi else ""
+    return text(
+        f"update {target.table} set embedding = :embedding, embedding_model = :model{also} where {match}"
+    )
 
 
 SELECT_PENDING = {(t.table, r): _select_sql(t, r) for t in TARGETS for r in (False, True)}
 COUNT_PENDING = {(t.table, r): _count_sql(t, r) for t in TARGETS for r in (False, True)}
 UPDATE_EMBEDDING = {t.table: _update_sql(t) for t in TARGETS}
+UPDATE_WITH_MULTI = {t.table: _update_sql(t, True) for t in TARGETS if t.table in embed_multi.TABLES}
 
 
 def embedding_cache_prune(candidates: str, going: Mapping[str, str]) -> TextClause:
@@ -215,15 +226,29 @@ def write_page(
     vectors: list[np.ndarray],
     models: list[str],
     new: dict[CacheKey, np.ndarray],
+    multis: list[np.ndarray | None] | None = None,
+    multi_name: str | None = None,
 ) -> None:
-    """Store the newly encoded vectors in the cache; set each row's embedding and model (by primary key)."""
+    """Store the newly encoded vectors in the cache; set each row's embedding and model (by primary key),
+    and, given `multis`, its multilingual vector (None for a row whose own vector is multilingual)."""
     started = time.perf_counter()
     store_encoded(conn, new)
     updates = [
         {**{key: row[key] for key in (*target.keys, *target.guards)}, "embedding": vector, "model": model}
         for row, vector, model in zip(rows, vectors, models, strict=True)
     ]
-    conn.execute(UPDATE_EMBEDDING[target.table], updates)
+    kept = updates
+    if multis is not None:  # a row that keeps its multilingual vector (text unchanged) is not in multis
+        with_multi = [
+            {**update, "multi": multi, "multi_model": None if multi is None else multi_name}
+            for update, multi, model in zip(updates, multis, models, strict=True)
+            if multi is not None or model == multi_name
+        ]
+        if with_multi:
+            conn.execute(UPDATE_WITH_MULTI[target.table], with_multi)
+        kept = [u for u, v, m in zip(updates, multis, models, strict=True) if v is None and m != multi_name]
+    if kept:
+        conn.execute(UPDATE_EMBEDDING[target.table], kept)
     logger.debug("%s: wrote %d rows in %.2f s", target.table, len(rows), time.perf_counter() - started)
 
 
@@ -244,6 +269,7 @@ def embed_table(
     """
     after: Any = 0
     fresh: dict[CacheKey, np.ndarray] = {}
+    multi = multi_model(settings) if target.table in embed_multi.TABLES else None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-writer") as writer:
         writing: Future[None] | None = None
         while True:
@@ -253,11 +279,18 @@ def embed_table(
                     break
                 texts = [row["embedded_text"] for row in rows]
                 vectors, models, new = vectors_for(conn, settings, texts, known=fresh)
+            multis = _page_multis(settings, rows, texts, models, multi) if multi else None
             if writing is not None:
                 writing.result()  # one write in flight at most; its error stops the stage here
-            writing = writer.submit(_in_transaction, engine, write_page, target, rows, vectors, models, new)
+            writing = writer.submit(
+                _in_transaction, engine, write_page, target, rows, vectors, models, new, multis, multi
+            )
             fresh, after = new, rows[-1][target.cursor]
             setattr(result, target.table, getattr(result, target.table) + len(rows))
+            if multis is not None:
+                written = sum(vector is not None for vector in multis)
+                setattr(result, f"{target.table}_multi", getattr(result, f"{target.table}_multi") + written)
+                result.encoded += len({t for t, v in zip(texts, multis, strict=True) if v is not None})
             for row in rows:
                 counts = result.by_namespace.setdefault(row["namespace"], {})
                 counts[target.table] = counts.get(target.table, 0) + 1
@@ -268,6 +301,18 @@ def embed_table(
             writing.result()
 
 
+def _page_multis(
+    settings: Settings, rows: list[dict[str, Any]], texts: list[str], models: list[str], multi: str
+) -> list[np.ndarray | None]:
+    """A page's multilingual vectors (embed_multi.multi_vectors), encoded with no connection held; a row
+    whose multilingual vector is current (its own one re-embedded, its text unchanged) keeps it: None."""
+    unlike = [
+        multi if row["embedding_multi_model"] == multi else model
+        for row, model in zip(rows, models, strict=True)
+    ]
+    return embed_multi.multi_vectors(settings, texts, unlike)
+
+
 def _in_transaction(engine: Engine, work: Callable[..., None], *args: Any) -> None:
     with engine.begin() as conn:
         work(conn, *args)
@@ -276,8 +321,9 @@ def _in_transaction(engine: Engine, work: Callable[..., None], *args: Any) -> No
 def embed_pending(
     settings: Settings, reembed: bool = False, progress: bool = True, namespace: str | None = None
 ) -> EmbedResult:
-    """Embed every pending row of the five tables (optionally one namespace), one transaction per page, then
-    the items' multilingual vectors (strataflow.pipeline.embed_multi)."""
+    """Embed every pending row of the five tables (optionally one namespace), one transaction per page, with
+    the multilingual vector of the searched rows; then those vectors for rows embedded without one
+    (strataflow.pipeline.embed_multi: older rows, or a change of the multilingual model)."""
     engine = engine_for(settings)
     result = EmbedResult(model=" + ".join(embedding_models(settings)))
     with engine.connect() as conn:
@@ -286,10 +332,14 @@ def embed_pending(
         for target in TARGETS:
             if pending[target.table]:
                 embed_table(engine, settings, target, reembed, namespace, result, advance)
-    multi = embed_multi.count_pending(engine, settings, namespace)
-    with progress_bar("multilingual item vectors", multi, progress) as advance:
-        if multi:
-            written = embed_multi.embed_multi(engine, settings, namespace, advance)
-            result.memory_items_multi = sum(written.values())
-            result.encoded += result.memory_items_multi
+    searched = [target for target in TARGETS if target.table in embed_multi.TABLES]
+    multi = embed_multi.count_pending(engine, settings, searched, namespace)
+    with progress_bar("multilingual vectors", sum(multi.values()), progress) as advance:
+        for target in searched:
+            if multi.get(target.table):
+                text_sql = embedded_text_sql(target.table)
+                written = embed_multi.embed_multi(engine, settings, target, text_sql, namespace, advance)
+                multi_count = f"{target.table}_multi"
+                setattr(result, multi_count, getattr(result, multi_count) + sum(written.values()))
+                result.encoded += sum(written.values())
     return result

@@ -1,82 +1,139 @@
-"""Embed: the multilingual vector of L2 items (memory_items.embedding_multi, sql/400), for the items written
-before it existed, or without settings, or under another multilingual model.
+"""Embed: the multilingual vector of every searched row (embedding_multi of memory_items, sql/400, and of
+conversation_messages, weekly_reports and asset_chunks, sql/401), for the rows embedded before it existed, or
+without settings, or under another multilingual model.
 
-An item whose own embedding is not under the multilingual model (strataflow.memory.item_embedding.multi_model:
-settings.embed_cjk_model; an English item's MiniLM vector) gets a second vector under it, compared with a
-question in the other language (strataflow.retrieval.layer_sql). A write makes it (strataflow.memory.store);
-this stage, part of every `strataflow embed` run after the embeddings themselves (so an item the run has just
-embedded is done too), fills it for the others: pending is an item with an embedding under another model
-whose embedding_multi is missing or under another multilingual model (after a change of
-STRATAFLOW_EMBED_CJK_MODEL). An item without one is searched as before in its own space, so search works
-throughout.
+A row whose own embedding is not under the multilingual model (strataflow.memory.item_embedding.multi_model:
+settings.embed_cjk_model; an English row's MiniLM vector) gets a second vector under it, compared with a
+question in the other language (strataflow.retrieval.layer_sql); a CJK row's own vector is already under it.
+The embed stage writes it with the row's own embedding (`multi_vectors`, strataflow.pipeline.embed), an item
+write with the item (strataflow.memory.store), the asset ingest with the chunk (strataflow.pipeline.assets).
+This backfill, part of every `strataflow embed` run after the embeddings themselves, fills it for the others:
+pending is a row with an embedding under another model whose embedding_multi is missing or under another
+multilingual model (after a change of STRATAFLOW_EMBED_CJK_MODEL). A row without one is searched as before in
+its own space, so search works throughout.
 
-Pages of PAGE_ITEMS by item id: read (one connection, returned), encoded with no connection held, written in
-one transaction by primary key, guarded by the statement read (an item whose statement changed meanwhile keeps
-its null, and the trigger of sql/400 cleared any old one): an interrupted run keeps its pages, a rerun encodes
-nothing. The vectors are encoded directly, not looked up in or added to embedding_cache.
+Pages of PAGE_ROWS per table, by its keyset column: read (one connection, returned), encoded with no
+connection held, written in one transaction by primary key, guarded by the text read (a row whose text
+changed meanwhile keeps its null): an interrupted run keeps its pages, a rerun encodes nothing. The vectors
+are encoded directly (no embedding_cache: its rows are the embeddings').
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+import numpy as np
 from sqlalchemy import Engine, text
+from sqlalchemy.sql.elements import TextClause
 
 from strataflow.config import Settings
 from strataflow.llm.embeddings import get_embedder
-from strataflow.memory.item_embedding import ITEM_TEXT, multi_model
+from strataflow.memory.item_embedding import multi_model
 
-PAGE_ITEMS = 256
+PAGE_ROWS = 256
+# The tables whose rows search compares across languages (strataflow.retrieval.layer_sql.LAYERS).
+TABLES = ("conversation_messages", "memory_items", "weekly_reports", "asset_chunks")
+
+
+class Target(Protocol):
+    """A table of the embed stage (strataflow.pipeline.embed.EmbedTarget)."""
+
+    @property
+    def table(self) -> str: ...
+    @property
+    def cursor(self) -> str: ...
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+    @property
+    def guards(self) -> tuple[str, ...]: ...
+
+
 _PENDING = (
     "embedding is not null and embedding_model <> cast(:multi as text) "
     "and (embedding_multi is null or embedding_multi_model is distinct from cast(:multi as text)) "
     "and (cast(:namespace as text) is null or namespace = cast(:namespace as text))"
 )
-COUNT_PENDING = text(f"select count(*) from memory_items where {_PENDING}")
-SELECT_PAGE = text(
-    f"select item_id, namespace, statement, {ITEM_TEXT.format(r='')} as embedded_text from memory_items "
-    f"where {_PENDING} and item_id > :after order by item_id limit :limit"
-)
-UPDATE_MULTI = text(
-    "update memory_items set embedding_multi = cast(:vector as vector), embedding_multi_model = :multi "
-    "where item_id = :item_id and statement is not distinct from :statement"
-)
 
 
-def count_pending(engine: Engine, settings: Settings, namespace: str | None = None) -> int:
-    """Items waiting for their multilingual vector (0 without a multilingual model)."""
+def count_sql(target: Target) -> TextClause:
+    return text(f"select count(*) from {target.table} where {_PENDING}")
+
+
+def select_sql(target: Target, embedded_text: str) -> TextClause:
+    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
+    return text(
+        f"select {columns}, {embedded_text} as embedded_text from {target.table} "
+        f"where {_PENDING} and {target.cursor} > :after order by {target.cursor} limit :limit"
+    )
+
+
+def update_sql(target: Target) -> TextClause:
+    match = " and ".join(
+        [f"{key} = :{key}" for key in target.keys]
+        + [f"{col} is not distinct from :{col}" for col in target.guards]
+    )
+    return text(
+        f"update {target.table} set embedding_multi = cast(:vector as vector), "
+        f"embedding_multi_model = :multi where {match}"
+    )
+
+
+def multi_vectors(settings: Settings, texts: Sequence[str], models: Sequence[str]) -> list[np.ndarray | None]:
+    """Each text's vector under the multilingual model when `models` (the one its own embedding is under)
+    is another, else None; each distinct text encoded once, in one call. Call it with no connection held."""
+    multi = multi_model(settings)
+    wanted = sorted({t for t, model in zip(texts, models, strict=True) if multi and model != multi})
+    if not wanted:
+        return [None] * len(texts)
+    encoded: Any = get_embedder(settings, multi).encode(wanted)
+    by_text = {t: np.asarray(v, dtype=np.float32) for t, v in zip(wanted, encoded, strict=True)}
+    return [by_text[t] if multi and model != multi else None for t, model in zip(texts, models, strict=True)]
+
+
+def count_pending(
+    engine: Engine, settings: Settings, targets: Sequence[Target], namespace: str | None = None
+) -> dict[str, int]:
+    """Rows waiting for their multilingual vector per table (none without a multilingual model)."""
     multi = multi_model(settings)
     if multi is None:
-        return 0
+        return {}
+    params = {"multi": multi, "namespace": namespace}
     with engine.connect() as conn:
-        return int(conn.execute(COUNT_PENDING, {"multi": multi, "namespace": namespace}).scalar_one())
+        return {t.table: int(conn.execute(count_sql(t), params).scalar_one()) for t in targets}
 
 
 def embed_multi(
-    engine: Engine, settings: Settings, namespace: str | None, advance: Callable[[int], None]
+    engine: Engine,
+    settings: Settings,
+    target: Target,
+    embedded_text: str,
+    namespace: str | None,
+    advance: Callable[[int], None],
 ) -> dict[str, int]:
-    """Fill every pending item's embedding_multi, page by page; rows written per namespace."""
+    """Fill every pending row's embedding_multi of one table (its text: the SQL `embedded_text`), page by
+    page; rows written per namespace."""
     multi = multi_model(settings)
     written: dict[str, int] = {}
     if multi is None:
         return written
     embedder = get_embedder(settings, multi)
-    after = 0
+    select, update = select_sql(target, embedded_text), update_sql(target)
+    after: Any = 0
     while True:
         with engine.connect() as conn:  # returned before the encode
             params: dict[str, Any] = {"multi": multi, "namespace": namespace, "after": after}
-            rows = conn.execute(SELECT_PAGE, {**params, "limit": PAGE_ITEMS}).all()
+            rows = [dict(r._mapping) for r in conn.execute(select, {**params, "limit": PAGE_ROWS})]
         if not rows:
             return written
-        vectors = embedder.encode([row.embedded_text for row in rows])
+        vectors = embedder.encode([row["embedded_text"] for row in rows])
         updates = [
-            {"item_id": row.item_id, "statement": row.statement, "vector": vector, "multi": multi}
+            {**{c: row[c] for c in (*target.keys, *target.guards)}, "vector": vector, "multi": multi}
             for row, vector in zip(rows, vectors, strict=True)
         ]
         with engine.begin() as conn:
-            conn.execute(UPDATE_MULTI, updates)
+            conn.execute(update, updates)
         for row in rows:
-            written[row.namespace] = written.get(row.namespace, 0) + 1
-        after = rows[-1].item_id
+            written[row["namespace"]] = written.get(row["namespace"], 0) + 1
+        after = rows[-1][target.cursor]
         advance(len(rows))

@@ -104,11 +104,15 @@ def test_embed_pending_embeds_every_table_and_encodes_identical_texts_once(
         weekly_reports=1,
         insights=1,
         asset_chunks=0,
-        memory_items_multi=1,  # the English item's multilingual vector (strataflow.pipeline.embed_multi)
-        encoded=6,
+        # the English rows' multilingual vectors, written with their own (strataflow.pipeline.embed_multi):
+        # the two identical turns' text encoded once
+        conversation_messages_multi=3,
+        memory_items_multi=1,
+        weekly_reports_multi=1,
+        encoded=9,
         cache_hits=1,
     )
-    assert encode_count() - before == 6
+    assert encode_count() - before == 9
     with engine.connect() as conn:
         rows = conn.execute(EMBEDDED_ROWS, {"ns": seeded}).all()
     assert sorted(rows) == sorted(
