@@ -99,21 +99,35 @@ _REPORT_EVENT_IDS = (
     "cross join lateral jsonb_array_elements(case when jsonb_typeof(e->'message_ids') = 'array' "
     "then e->'message_ids' else '[]'::jsonb end) x)"
 )
-# One multilingual space for items (sql/400): a question and an item in different languages (a CJK question,
-# :q_multi, and a non-CJK item; or the reverse) are compared under the multilingual model (:multi_model), a
-# non-CJK item through its embedding_multi, and scored under that model's cross-language calibration: their
-# model reads :multi_cross (strataflow.retrieval.ranking.cross_language). The HNSW path (vector_ids_sql)
-# keeps i.embedding: its index is on that column.
-_ITEM_MULTI = (
-    "cast(:q_multi as boolean) and i.embedding_multi is not null "
-    "and i.embedding_multi_model = cast(:multi_model as text)"
-)
-_ITEM_MODEL = (
-    f"(case when {_ITEM_MULTI} then cast(:multi_cross as text) when not cast(:q_multi as boolean) "
-    "and i.embedding_model = cast(:multi_model as text) then cast(:multi_cross as text) "
-    "else i.embedding_model end)"
-)
-_ITEM_EMBEDDING = f"(case when {_ITEM_MULTI} then i.embedding_multi else i.embedding end)"
+# One multilingual space for every layer (items: sql/400; turns, reports, chunks: sql/401): a question and a
+# row in different languages (a CJK question, :q_multi, and a non-CJK row; or the reverse) are compared under
+# the multilingual model (:multi_model), a non-CJK row through its embedding_multi, and scored under that
+# model's cross-language calibration: their model reads :multi_cross (ranking.cross_language). A row whose
+# multilingual vector is still pending (`strataflow embed` fills it) is compared in its own space.
+
+
+def multi_sql(alias: str) -> str:
+    """Whether a row of `alias` is compared with the query through its embedding_multi."""
+    return (
+        f"cast(:q_multi as boolean) and {alias}.embedding_multi is not null "
+        f"and {alias}.embedding_multi_model = cast(:multi_model as text)"
+    )
+
+
+def model_sql(alias: str) -> str:
+    """The model a row of `alias` is compared under: :multi_cross across languages, else its own."""
+    return (
+        f"(case when {multi_sql(alias)} then cast(:multi_cross as text) when not cast(:q_multi as boolean) "
+        f"and {alias}.embedding_model = cast(:multi_model as text) then cast(:multi_cross as text) "
+        f"else {alias}.embedding_model end)"
+    )
+
+
+def embedding_sql(alias: str) -> str:
+    """The vector a row of `alias` is compared with (see model_sql)."""
+    return f"(case when {multi_sql(alias)} then {alias}.embedding_multi else {alias}.embedding end)"
+
+
 LAYER_SQL: dict[str, dict[str, str | None]] = {
     "messages": {
         "from": "conversation_messages m",
@@ -123,7 +137,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "m.subject_id",
         "text": "m.content",
         "embedding": "m.embedding",
-        "model": "m.embedding_model",
+        "model": model_sql("m"),
         "fts": "m.fts",
         "doc": f"coalesce(m.fts, ''::tsvector) || {_SPEAKER_DOC}",
         "extra_filter": None,
@@ -141,7 +155,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "i.subject_id",
         "text": "coalesce(i.statement, i.key || ': ' || coalesce(i.value::text, ''))",
         "embedding": "i.embedding",
-        "model": _ITEM_MODEL,
+        "model": model_sql("i"),
         "fts": "i.fts",
         "doc": "coalesce(i.fts, to_tsvector('english', coalesce(i.statement, '') || ' ' || "
         f"replace(i.key, '_', ' '))) || {_ENTRY_DOC}",
@@ -161,7 +175,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": "r.subject_id",
         "text": "r.summary",
         "embedding": "r.embedding",
-        "model": "r.embedding_model",
+        "model": model_sql("r"),
         "fts": "r.fts",
         "doc": "coalesce(r.fts, ''::tsvector)",
         "extra_filter": None,
@@ -180,7 +194,7 @@ LAYER_SQL: dict[str, dict[str, str | None]] = {
         "subject": None,
         "text": "c.content",
         "embedding": "c.embedding",
-        "model": "c.embedding_model",
+        "model": model_sql("c"),
         "fts": "c.fts",
         "doc": "coalesce(c.fts, ''::tsvector)",
         "extra_filter": None,
@@ -222,15 +236,17 @@ _SIMILARITY = (
 def similarity_sql(layer: str) -> str:
     """A row of `layer`'s similarity to the query (see _SIMILARITY); `<#>` is the negated inner product."""
     s = LAYER_SQL[layer]
+    alias = str(s["id"]).split(".")[0]
+    compared, model = embedding_sql(alias), str(s["model"])
     if layer == "messages":
-        return _SIMILARITY.format(embedding=s["embedding"], model=s["model"], hub="", hub_cjk="")
+        return _SIMILARITY.format(embedding=compared, model=model, hub="", hub_cjk="")
+    own = _statement_similarity(compared, model)
     if layer != "items":
-        return _statement_similarity(str(s["embedding"]), str(s["model"]))
-    own = _statement_similarity(_ITEM_EMBEDDING, str(s["model"]))
+        return own
     # An item with one vector per indexed text (memory_items.path_embeddings, all under its model): the best.
-    best = _statement_similarity("p.v", str(s["model"]))
+    best = _statement_similarity("p.v", model)
     return (
-        f"case when i.path_embeddings is null or ({_ITEM_MULTI}) then {own} "
+        f"case when i.path_embeddings is null or ({multi_sql('i')}) then {own} "
         f"else (select max({best}) from unnest(i.path_embeddings) as p(v)) end"
     )
 
@@ -345,4 +361,20 @@ def vector_ids_sql(layer: str, scope: Scope, exact: bool) -> TextClause:
     return text(
         f"select {s['id']} as id from {s['from']} where {filters(layer, scope)} "
         f"and {s['embedding']} is not null order by {order} limit :n"
+    )
+
+
+@lru_cache(maxsize=256)
+def multi_ids_sql(layer: str, scope: Scope, own: bool) -> TextClause:
+    """The nearest rows in scope to the query's multilingual vector (:qvec_cjk), through HNSW only: the index
+    on embedding_multi (rows whose text another model embeds, compared across languages), or, `own`, the one
+    on embedding for the rows whose own vector is under the multilingual model (:multi_model)."""
+    s = LAYER_SQL[layer]
+    alias = str(s["id"]).split(".")[0]
+    column = f"{alias}.embedding" if own else f"{alias}.embedding_multi"
+    model = f"{alias}.embedding_model" if own else f"{alias}.embedding_multi_model"
+    return text(
+        f"select {s['id']} as id from {s['from']} where {filters(layer, scope)} "
+        f"and {column} is not null and {model} = cast(:multi_model as text) "
+        f"order by {column} <=> :qvec_cjk limit :n"
     )

@@ -196,7 +196,10 @@ def _ranked_hits(
     reading = _reading(query, settings, by_layer, now, params["subject_id"])
     dense = without_speakers(pending_text, reading.speakers) if reading.speakers else pending_text
     params["qvec"] = _query_vector(settings, pending_text, dense, pending, query_embedding, owned)
-    params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, dense, by_layer, bool(approximate), params)
+    wide_multi = bool(approximate) and (
+        params["q_multi"] or wide.multilingual_rows(conn, approximate, params["multi_model"])
+    )
+    params["cjk_model"], params["qvec_cjk"] = _cjk_query(settings, dense, by_layer, wide_multi, params)
     params["qcent"], params["qhub"] = question_centroid(settings, settings.embedding_model)
     params["qcent_cjk"], params["qhub_cjk"] = question_centroid(
         settings, params["cjk_model"] or settings.embedding_model
@@ -282,8 +285,8 @@ def _reading(
 
 
 def _multilingual(settings: Settings, query: str) -> dict[str, Any]:
-    """The parameters of the items' multilingual space (layer_sql._ITEM_MODEL): :multi_model (the model every
-    item has a vector under: item_embedding.multi_model), :multi_cross (its name for a comparison across
+    """The parameters of the multilingual space (layer_sql.model_sql, every layer): :multi_model (the model
+    every row has a vector under: item_embedding.multi_model), :multi_cross (its name for a comparison across
     languages: ranking.cross_language) and :q_multi (the query is text of that model: CJK)."""
     from strataflow.llm.embeddings import model_for_text
     from strataflow.memory.item_embedding import multi_model
@@ -298,21 +301,22 @@ def _multilingual(settings: Settings, query: str) -> dict[str, Any]:
 
 
 def _cjk_query(
-    settings: Settings, query: str, by_layer: dict[str, list[Any]], wide_scope: bool, params: dict[str, Any]
+    settings: Settings, query: str, by_layer: dict[str, list[Any]], wide_multi: bool, params: dict[str, Any]
 ) -> tuple[str | None, np.ndarray]:
     """(:cjk_model, :qvec_cjk): rows embedded by the CJK model (model_for_text) are compared with the query's
-    vector under that model, as are items compared across languages (their model :multi_cross, set as
-    :cjk_cross here). Encoded only when such rows are in the exact scope, or, in a wide scope, when the query
-    itself is CJK text (a wide English query leaves CJK rows at the similarity of unrelated vectors, near zero
-    after calibration: docs/retrieval.md)."""
-    from strataflow.llm.embeddings import model_for_text, query_embeddings
+    vector under that model, as are rows compared across languages (their model :multi_cross, set as
+    :cjk_cross here). Encoded only when such rows are in the exact scope, or when a wide scope wants it
+    (`wide_multi`: the query itself is CJK text, or a wide layer holds rows under that model,
+    wide.multilingual_rows; its nearest rows there are candidates, wide.multilingual_ids). An English query
+    over a wide English namespace encodes one vector, as before."""
+    from strataflow.llm.embeddings import query_embeddings
 
     cjk = settings.embed_cjk_model or None
     if cjk is None or cjk == settings.embedding_model:
         return None, params["qvec"]
     models = {cjk, params.get("multi_cross")}
     in_scope = any(getattr(row, "model", None) in models for rows in by_layer.values() for row in rows)
-    if not in_scope and not (wide_scope and model_for_text(settings, query) == cjk):
+    if not in_scope and not wide_multi:
         return None, params["qvec"]
     params["cjk_cross"] = params.get("multi_cross")
     return cjk, np.asarray(query_embeddings(settings, query, models=[cjk])[cjk], dtype=np.float32)

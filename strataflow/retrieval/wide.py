@@ -19,6 +19,12 @@ Per layer:
   rows wanted shared out over the partitions (at 5 partitions: 20, about a third of the time of 50); when
   that leaves too few rows, HNSW again with ef_search = the rows wanted, then, when the filter starves the
   scan (pgvector 0.6 filters after the scan), an exact scan of the scope;
+- multilingual (one multilingual space, sql/400 and sql/401): when the query has a vector under the
+  multilingual model (a CJK query, or any query over a layer that holds rows under that model, by the
+  planner's statistics of `embedding_model`: `multilingual_rows`), the HNSW nearest rows to it through the
+  index on `embedding_multi` (for a CJK query: rows in the other language) and through the one on
+  `embedding` among the rows whose own vector is under that model (CJK rows), ``OVERFETCH`` x k each, with
+  the dense pass's ef_search and no exact fallback (a layer not yet backfilled yields fewer);
 - messages: the turns around the best ``WINDOW_SEEDS`` candidates of each source (``NEIGHBOURS`` on each
   side, same conversation, within ``NEIGHBOUR_SPAN`` of event time), so their windows (ranking.WINDOW) are
   complete and a short reply next to a matching question is found, as in an exact scope.
@@ -70,10 +76,19 @@ SELECT_FTS_STATS = text(
       and (tablename = :table or tablename like :table || '\\_w%')
     """
 )
+SELECT_MODEL_STATS = text(
+    """
+    select (most_common_vals::text)::text[] as vals, n_distinct
+    from pg_stats
+    where schemaname = current_schema() and attname = 'embedding_model'
+      and (tablename = :table or tablename like :table || '\\_w%')
+    """
+)
 COUNT_PARTITIONS = text(
     "select count(*) from pg_inherits where inhparent = cast('conversation_messages' as regclass)"
 )
 _STATS: dict[str, tuple[float, dict[str, float], float]] = {}
+_MODELS: dict[tuple[str, str], tuple[float, bool]] = {}
 _PARTITIONS: list[float] = [-1e9, 1.0]
 _PROBES: dict[tuple[Any, ...], tuple[float, bool]] = {}
 
@@ -243,13 +258,19 @@ def candidate_rows(
     ids: dict[str, list[int]] = {}
     for layer in layers:
         vector_ids = nearest_ids(conn, layer, scope, params, k)
+        multi_ids = multilingual_ids(conn, layer, scope, params, k)
         found = text_ids.get(layer, [])
-        ids[layer] = list(dict.fromkeys([*vector_ids, *found]))
+        ids[layer] = list(dict.fromkeys([*vector_ids, *multi_ids, *found]))
         if layer == "messages" and ids[layer]:
-            seeds = list(dict.fromkeys([*vector_ids[:WINDOW_SEEDS], *found[:WINDOW_SEEDS]]))
+            seeds = [*vector_ids[:WINDOW_SEEDS], *multi_ids[:WINDOW_SEEDS], *found[:WINDOW_SEEDS]]
             around = conn.execute(
                 neighbours_sql(scope),
-                {**params, "ids": seeds, "neighbours": NEIGHBOURS, "span": NEIGHBOUR_SPAN},
+                {
+                    **params,
+                    "ids": list(dict.fromkeys(seeds)),
+                    "neighbours": NEIGHBOURS,
+                    "span": NEIGHBOUR_SPAN,
+                },
             )
             ids[layer] = list(dict.fromkeys([*ids[layer], *(int(r.message_id) for r in around)]))
     bound = {f"ids_{layer}": found for layer, found in ids.items()}
@@ -265,8 +286,7 @@ def nearest_ids(conn: Connection, layer: str, scope: Scope, params: dict[str, An
     rows, so its ef_search is shared out over the partitions (x2); when that leaves too few rows, HNSW again
     with ef_search = n, then an exact scan of the scope (the filter starved the index scans)."""
     n = _n(k)
-    shares = max(1, partition_count(conn)) if layer == "messages" else 1
-    for ef in dict.fromkeys([max(MIN_EF_SEARCH, -(-2 * n // shares)), max(MIN_EF_SEARCH, n)]):
+    for ef in dict.fromkeys([_shared_ef(conn, layer, n), max(MIN_EF_SEARCH, n)]):
         conn.execute(layer_sql.SET_EF_SEARCH, {"ef": str(min(ef, MAX_EF_SEARCH))})
         sql = layer_sql.vector_ids_sql(layer, scope, False)
         found = [int(r.id) for r in conn.execute(sql, {**params, "n": n})]
@@ -274,6 +294,53 @@ def nearest_ids(conn: Connection, layer: str, scope: Scope, params: dict[str, An
             return found
     sql = layer_sql.vector_ids_sql(layer, scope, True)
     return [int(r.id) for r in conn.execute(sql, {**params, "n": n})]
+
+
+def multilingual_ids(conn: Connection, layer: str, scope: Scope, params: dict[str, Any], k: int) -> list[int]:
+    """HNSW nearest rows in scope to the query's multilingual vector (params' :qvec_cjk, set only when the
+    search encoded it): through embedding_multi for a CJK query, and among the rows whose own vector is
+    multilingual. No exact fallback: a scan of the whole scope for a layer with few such rows (an English
+    namespace, one not yet backfilled) would cost every query what the index saves."""
+    if params.get("cjk_model") is None or not params.get("multi_model"):
+        return []
+    n = _n(k)
+    conn.execute(layer_sql.SET_EF_SEARCH, {"ef": str(min(_shared_ef(conn, layer, n), MAX_EF_SEARCH))})
+    found: list[int] = []
+    for own in (False, True) if params.get("q_multi") else (True,):
+        sql = layer_sql.multi_ids_sql(layer, scope, own)
+        found.extend(int(r.id) for r in conn.execute(sql, {**params, "n": n}))
+    return list(dict.fromkeys(found))
+
+
+def multilingual_rows(conn: Connection, layers: Sequence[str], multi: str | None) -> bool:
+    """Whether any of the layers' tables may hold rows whose own vector is under the multilingual model
+    `multi` (an English query then needs its vector under that model to reach them), by the planner's
+    statistics of `embedding_model` (kept STATS_TTL_S seconds): no statistics yet (a new table or
+    partition) counts as maybe; a table whose every sampled row is under one other model as none (a rare
+    such row may be missed: its words still find it)."""
+    if not multi:
+        return False
+    now = time.monotonic()
+    for layer in layers:
+        key = (TABLES[layer], multi)
+        cached = _MODELS.get(key)
+        if cached is None or now - cached[0] > STATS_TTL_S:
+            rows = conn.execute(SELECT_MODEL_STATS, {"table": TABLES[layer]}).all()
+            maybe = not rows or any(
+                multi in (row.vals or []) or (row.n_distinct or 0) not in (0, 1) for row in rows
+            )
+            cached = (now, maybe)
+            _MODELS[key] = cached
+        if cached[1]:
+            return True
+    return False
+
+
+def _shared_ef(conn: Connection, layer: str, n: int) -> int:
+    """ef_search for n rows: L1's n shared out over its weekly partitions (x2), each of which returns
+    ef_search rows."""
+    shares = max(1, partition_count(conn)) if layer == "messages" else 1
+    return max(MIN_EF_SEARCH, -(-2 * n // shares))
 
 
 def partition_count(conn: Connection) -> int:
