@@ -24,7 +24,8 @@ Per layer:
   planner's statistics of `embedding_model`: `multilingual_rows`), the HNSW nearest rows to it through the
   index on `embedding_multi` (for a CJK query: rows in the other language) and through the one on
   `embedding` among the rows whose own vector is under that model (CJK rows), ``OVERFETCH`` x k each, with
-  the dense pass's ef_search and no exact fallback (a layer not yet backfilled yields fewer);
+  ``MULTI_EF_FACTOR`` times the dense pass's ef_search and no exact fallback (a layer not yet backfilled
+  yields fewer);
 - messages: the turns around the best ``WINDOW_SEEDS`` candidates of each source (``NEIGHBOURS`` on each
   side, same conversation, within ``NEIGHBOUR_SPAN`` of event time), so their windows (ranking.WINDOW) are
   complete and a short reply next to a matching question is found, as in an exact scope.
@@ -61,6 +62,11 @@ MAX_EF_SEARCH = 1000  # pgvector's upper bound
 NEIGHBOURS = WINDOW
 NEIGHBOUR_SPAN = SESSION_GAP * WINDOW
 WINDOW_SEEDS = 15  # candidates per source whose neighbours are fetched
+# The multilingual pass's ef_search, over the dense pass's: multilingual-e5-small's cosines are compressed
+# (a question's 50 nearest of 4,000 English turns all within 0.79-0.81), so HNSW needs a wider beam for the
+# same recall: at 5,006 turns in one partition, ef_search 100 missed the exact nearest turn of
+# 我姐姐在哪里举行婚礼？ (0.808), 200 found it.
+MULTI_EF_FACTOR = 2
 
 TABLES = {
     "messages": "conversation_messages",
@@ -304,7 +310,8 @@ def multilingual_ids(conn: Connection, layer: str, scope: Scope, params: dict[st
     if params.get("cjk_model") is None or not params.get("multi_model"):
         return []
     n = _n(k)
-    conn.execute(layer_sql.SET_EF_SEARCH, {"ef": str(min(_shared_ef(conn, layer, n), MAX_EF_SEARCH))})
+    ef = MULTI_EF_FACTOR * _shared_ef(conn, layer, n)
+    conn.execute(layer_sql.SET_EF_SEARCH, {"ef": str(min(ef, MAX_EF_SEARCH))})
     found: list[int] = []
     for own in (False, True) if params.get("q_multi") else (True,):
         sql = layer_sql.multi_ids_sql(layer, scope, own)
