@@ -130,7 +130,7 @@ def _rows_sql(target: EmbedTarget, columns: str) -> str:
 
 def _columns(target: EmbedTarget) -> str:
     multi = ("embedding_multi_model",) if target.table in embed_multi.TABLES else ()
-    return ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace", *multi)))
+    return ", ".join((*embed_multi.row_columns(target), *multi))
 
 
 def _select_sql(target: EmbedTarget, reembed: bool) -> TextClause:
@@ -155,13 +155,10 @@ def _count_sql(target: EmbedTarget, reembed: bool) -> TextClause:
 
 def _update_sql(target: EmbedTarget, multi: bool = False) -> TextClause:
     """The UPDATE of a row's embedding (with `multi`, its multilingual vector too: embed_multi)."""
-    match = " and ".join(
-        [f"{key} = :{key}" for key in target.keys]
-        + [f"{col} is not distinct from :{col}" for col in target.guards]
-    )
     also = ", embedding_multi = cast(:multi as vector), embedding_multi_model = :multi_model" if multi else ""
     return text(
-        f"update {target.table} set embedding = :embedding, embedding_model = :model{also} where {match}"
+        f"update {target.table} set embedding = :embedding, embedding_model = :model{also} "
+        f"where {embed_multi.row_match(target)}"
     )
 
 

@@ -60,22 +60,30 @@ def count_sql(target: Target) -> TextClause:
     return text(f"select count(*) from {target.table} where {_PENDING}")
 
 
+def row_columns(target: Target) -> tuple[str, ...]:
+    """The columns a page reads to write a row back: keyset cursor, primary key, guards, namespace."""
+    return tuple(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
+
+
+def row_match(target: Target) -> str:
+    """The WHERE of a page's UPDATE: the row by its key, unchanged since it was read (its guards)."""
+    return " and ".join(
+        [f"{key} = :{key}" for key in target.keys]
+        + [f"{col} is not distinct from :{col}" for col in target.guards]
+    )
+
+
 def select_sql(target: Target, embedded_text: str) -> TextClause:
-    columns = ", ".join(dict.fromkeys((target.cursor, *target.keys, *target.guards, "namespace")))
     return text(
-        f"select {columns}, {embedded_text} as embedded_text from {target.table} "
+        f"select {', '.join(row_columns(target))}, {embedded_text} as embedded_text from {target.table} "
         f"where {_PENDING} and {target.cursor} > :after order by {target.cursor} limit :limit"
     )
 
 
 def update_sql(target: Target) -> TextClause:
-    match = " and ".join(
-        [f"{key} = :{key}" for key in target.keys]
-        + [f"{col} is not distinct from :{col}" for col in target.guards]
-    )
     return text(
         f"update {target.table} set embedding_multi = cast(:vector as vector), "
-        f"embedding_multi_model = :multi where {match}"
+        f"embedding_multi_model = :multi where {row_match(target)}"
     )
 
 
