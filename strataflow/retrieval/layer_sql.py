@@ -233,11 +233,15 @@ _SIMILARITY = (
 )
 
 
+def table_alias(layer: str) -> str:
+    """The alias `layer`'s table has in its FROM (m, i, r, c)."""
+    return str(LAYER_SQL[layer]["id"]).split(".")[0]
+
+
 def similarity_sql(layer: str) -> str:
     """A row of `layer`'s similarity to the query (see _SIMILARITY); `<#>` is the negated inner product."""
     s = LAYER_SQL[layer]
-    alias = str(s["id"]).split(".")[0]
-    compared, model = embedding_sql(alias), str(s["model"])
+    compared, model = embedding_sql(table_alias(layer)), str(s["model"])
     if layer == "messages":
         return _SIMILARITY.format(embedding=compared, model=model, hub="", hub_cjk="")
     own = _statement_similarity(compared, model)
@@ -369,8 +373,7 @@ def multi_ids_sql(layer: str, scope: Scope, own: bool) -> TextClause:
     """The nearest rows in scope to the query's multilingual vector (:qvec_cjk), through HNSW only: the index
     on embedding_multi (rows whose text another model embeds, compared across languages), or, `own`, the one
     on embedding for the rows whose own vector is under the multilingual model (:multi_model)."""
-    s = LAYER_SQL[layer]
-    alias = str(s["id"]).split(".")[0]
+    s, alias = LAYER_SQL[layer], table_alias(layer)
     column = f"{alias}.embedding" if own else f"{alias}.embedding_multi"
     model = f"{alias}.embedding_model" if own else f"{alias}.embedding_multi_model"
     return text(
