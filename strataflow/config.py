@@ -266,6 +266,11 @@ class Settings(BaseSettings):
         None, description="Set by `strataflow api`: the file its worker processes share their rate-limit "
         "buckets in. Unset: buckets per process.",
     )  # fmt: skip
+    api_balance_file: Path | None = Field(
+        None, description="Set by `strataflow api --workers N`: the file its worker processes publish their "
+        "open connection counts in, so that one holding more than its share closes one after a response "
+        "and the client reconnects (strataflow.service.balance). Unset: no balancing.",
+    )  # fmt: skip
     api_max_body_bytes: int = Field(1_048_576, ge=1024, description="Larger request bodies get 413.")
     api_durable_writes: bool = Field(
         True,

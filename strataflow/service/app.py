@@ -32,6 +32,7 @@ from strataflow import __version__
 from strataflow.config import Settings, load_settings
 from strataflow.db.engine import engine_for, work_deadline
 from strataflow.service import docs_pages, errors, metrics, openapi
+from strataflow.service.balance import ConnectionShare
 from strataflow.service.deps import strict_json_body
 from strataflow.service.mcp_server import build_server, mount_mcp
 from strataflow.service.ratelimit import Buckets, RateLimit, SharedBuckets
@@ -163,7 +164,8 @@ def rate_buckets(settings: Settings) -> Buckets:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The app for one server process (uvicorn calls this factory once per worker)."""
     settings = settings or load_settings()
-    GuardedH11Protocol.configure(ConnectionLimits.of(settings))
+    share = ConnectionShare(settings.api_balance_file) if settings.api_balance_file is not None else None
+    GuardedH11Protocol.configure(ConnectionLimits.of(settings), share)
     redact_access_log()
     engine = engine_for(settings)
     sessions = Sessions(settings, engine)
@@ -183,6 +185,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 yield
             tasks.cancel_scope.cancel()
         engine.dispose()
+        if share is not None:
+            share.close()
 
     app = FastAPI(
         title="strataflow agent memory API",

@@ -4,7 +4,9 @@ Workers: on a shared listening socket (uvicorn's way) the kernel wakes the worke
 event loop then accepts every connection waiting: 8 keep-alive clients connecting at once all went to one of
 two workers in 2 of 3 tries, which left a core idle. Where the platform has SO_REUSEPORT (Linux), each
 worker listens on a socket of its own bound to the same address (WorkerSocket: the parent binds one to hold
-the port and never listens on it) and the kernel spreads new connections over the workers by address hash.
+the port and never listens on it) and the kernel spreads new connections over the workers by address hash;
+a worker holding more than its share of the open connections closes one after its next answer, so that the
+client reconnects (strataflow.service.balance).
 
 uvicorn binds the shared socket of a multi-process server as `socket.socket(AF_INET)`, whose protocol
 number is 0; asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets that say IPPROTO_TCP, so
@@ -55,6 +57,7 @@ from uvicorn.server import ServerState
 from uvicorn.supervisors import Multiprocess
 
 from strataflow.config import Settings, load_settings
+from strataflow.service.balance import ConnectionShare
 
 APP = "strataflow.service.app:create_app"
 GRACEFUL_SHUTDOWN_S = 30
@@ -98,10 +101,12 @@ class GuardedH11Protocol(H11Protocol):
     attribute, set from the settings by configure() in each worker (create_app does)."""
 
     limits = ConnectionLimits()
+    share: ConnectionShare | None = None  # the workers' connection counts (balance.py); None: one process
+    leaving = 0  # connections of this process answered with `Connection: close` to move to another worker
 
     @classmethod
-    def configure(cls, limits: ConnectionLimits) -> None:
-        cls.limits = limits
+    def configure(cls, limits: ConnectionLimits, share: ConnectionShare | None = None) -> None:
+        cls.limits, cls.share, cls.leaving = limits, share, 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -110,6 +115,7 @@ class GuardedH11Protocol(H11Protocol):
         self._send_timer: asyncio.TimerHandle | None = None
         self._address: str | None = None  # in the per-address table while open
         self._requests = 0
+        self._leaving = False  # counted in `leaving`
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -130,6 +136,7 @@ class GuardedH11Protocol(H11Protocol):
             transport.write(BUSY)
             transport.close()
             return
+        self._publish()
         self._arm_head()
 
     def data_received(self, data: bytes) -> None:
@@ -143,7 +150,12 @@ class GuardedH11Protocol(H11Protocol):
         if self.cycle is not cycle and self.cycle is not None:
             self._requests += 1
             if self._requests >= self.limits.max_requests:
-                self.cycle.keep_alive = False  # closed once this response is sent
+                self._close_after_response()
+            elif self.share is not None and not self._leaving and self.share.over_share(self._held()):
+                self._close_after_response()  # the client reconnects, perhaps to another worker
+                self._leaving = True
+                type(self).leaving += 1
+                self._publish()
         reading_body = self.conn.their_state is h11.SEND_BODY
         if self.conn.their_state is not h11.IDLE and self._head_timer is not None:
             self._head_timer.cancel()  # the whole head has arrived
@@ -180,6 +192,25 @@ class GuardedH11Protocol(H11Protocol):
                 table.pop(self._address, None)
             self._address = None
         super().connection_lost(exc)
+        if self._leaving:
+            self._leaving = False
+            type(self).leaving -= 1
+        self._publish()
+
+    def _close_after_response(self) -> None:
+        """Close once the current response is sent, saying so in it (`Connection: close`), so the client
+        opens a new connection for its next request instead of finding this one gone."""
+        assert self.cycle is not None
+        self.cycle.keep_alive = False
+        self.cycle.default_headers = [*self.cycle.default_headers, (b"connection", b"close")]
+
+    def _held(self) -> int:
+        """This process's connections, those it is closing to move them not counted."""
+        return len(self.connections) - self.leaving
+
+    def _publish(self) -> None:
+        if self.share is not None:
+            self.share.publish(self._held())
 
     def drop(self) -> None:
         """Close now, with a reset: what is buffered for a client that does not read is dropped, so the
@@ -311,6 +342,9 @@ def serve(host: str, port: int, workers: int) -> None:
     fd, rate_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".rate", dir=run_dir)
     os.close(fd)  # mkstemp made it 0600
     os.environ["STRATAFLOW_API_RATE_FILE"] = rate_file  # the workers' settings read it
+    fd, balance_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".connections", dir=run_dir)
+    os.close(fd)
+    os.environ["STRATAFLOW_API_BALANCE_FILE"] = balance_file
     config = _TcpConfig(
         APP, factory=True, host=host, port=port, workers=workers, log_level="info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **uvicorn_options(settings),
@@ -325,5 +359,6 @@ def serve(host: str, port: int, workers: int) -> None:
         pass
     finally:
         Path(rate_file).unlink(missing_ok=True)
+        Path(balance_file).unlink(missing_ok=True)
     if workers == 1 and not server.started:
         sys.exit(3)

@@ -8,10 +8,15 @@ new address served."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +24,7 @@ import pytest
 import uvicorn
 
 from strataflow.config import Settings
+from strataflow.service.balance import ConnectionShare
 from strataflow.service.server import ConnectionLimits, GuardedH11Protocol, uvicorn_options
 
 
@@ -50,8 +56,8 @@ def serve(settings: Settings) -> Iterator[Any]:
     servers: list[tuple[uvicorn.Server, threading.Thread]] = []
     before = GuardedH11Protocol.limits
 
-    def start(limits: ConnectionLimits, **changes: Any) -> str:
-        GuardedH11Protocol.configure(limits)
+    def start(limits: ConnectionLimits, share: ConnectionShare | None = None, **changes: Any) -> str:
+        GuardedH11Protocol.configure(limits, share)
         options = uvicorn_options(settings.model_copy(update=changes))
         port = _port()
         config = uvicorn.Config(_echo_app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
@@ -131,8 +137,9 @@ def test_a_keep_alive_connection_ends_after_its_requests(serve: Any) -> None:
     for _ in range(2):
         sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         time.sleep(0.3)
-    answer = _closed_with(sock, 3.0)  # both answered, then closed by the server
+    answer = _closed_with(sock, 3.0)  # both answered, then closed by the server, which says so in the last
     assert answer is not None and answer.count(b"HTTP/1.1 200") == 2, answer
+    assert answer.lower().count(b"connection: close") == 1, answer
 
 
 @pytest.mark.parametrize(("proxies", "seen"), [([], "127.0.0.1"), (["127.0.0.1"], "203.0.113.9")])
@@ -218,3 +225,119 @@ def test_the_uvicorn_protocol_still_has_what_the_guard_extends() -> None:
                       "self.client", "self.transport", "self.loop"):  # fmt: skip
         assert attribute in made, attribute
     assert "self.write_paused" in inspect.getsource(FlowControl.__init__)
+
+
+STAND_IN_WORKER = """
+import sys
+from pathlib import Path
+from strataflow.service.balance import ConnectionShare
+share = ConnectionShare(Path(sys.argv[1]))
+for line in sys.stdin:  # each line: the connections this stand-in for another worker holds now
+    share.publish(int(line))
+    print("ok", flush=True)
+"""
+
+
+def _holds(worker: subprocess.Popen[str], connections: int) -> None:
+    assert worker.stdin is not None and worker.stdout is not None
+    worker.stdin.write(f"{connections}\n")
+    worker.stdin.flush()
+    assert worker.stdout.readline() == "ok\n"
+
+
+def test_a_worker_over_its_share_of_connections_closes_one_after_its_answer(
+    serve: Any, tmp_path: Path
+) -> None:
+    """Balancing (strataflow.service.balance): this process serves, a stand-in process is the other worker
+    of the same server. A worker holding more than ceil(all connections / workers) answers a request with
+    `Connection: close` and the client reconnects by itself; at its share it keeps the connection; a worker
+    that is gone counts for nothing."""
+    path = tmp_path / "connections"
+    other = subprocess.Popen([sys.executable, "-c", STAND_IN_WORKER, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    _holds(other, 0)
+    url = serve(ConnectionLimits(), ConnectionShare(path))
+    with httpx.Client(base_url=url, timeout=10) as first, httpx.Client(base_url=url, timeout=10) as second:
+        assert "connection" not in first.get("/").headers  # 1 connection over 2 workers: at its share
+        assert second.get("/").headers["connection"] == "close"  # 2 here, none there: one moves
+        assert second.get("/").status_code == 200  # on a new connection the client opened by itself
+        _holds(other, 2)  # 2 here, 2 there
+        answers = [client.get("/") for client in (first, second, first, second)]
+        assert [a.headers.get("connection") for a in answers] == [None] * 4
+        _holds(other, 0)
+        assert other.stdin is not None
+        other.stdin.close()
+        assert other.wait(10) == 0  # gone, its slot still saying 0: this worker serves alone, 2 is its share
+        assert [c.get("/").headers.get("connection") for c in (first, second)] == [None, None]
+
+
+PID_APP = """
+import os
+from pathlib import Path
+from strataflow.service.balance import ConnectionShare
+from strataflow.service.server import ConnectionLimits, GuardedH11Protocol
+
+
+def create_app():
+    GuardedH11Protocol.configure(ConnectionLimits(), ConnectionShare(Path(os.environ["BALANCE_FILE"])))
+
+    async def app(scope, receive, send):  # answers the worker's process id
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": str(os.getpid()).encode()})
+
+    return app
+"""
+
+MULTI_WORKER_SERVER = """
+import sys
+from uvicorn.supervisors import Multiprocess
+from strataflow.config import load_settings
+from strataflow.service.server import _TcpConfig, uvicorn_options
+
+config = _TcpConfig("pid_app:create_app", factory=True, host="127.0.0.1", port=int(sys.argv[1]), workers=2,
+                    log_level="warning", **uvicorn_options(load_settings()))
+Multiprocess(config, sockets=[config.bind_socket()]).run()
+"""
+
+
+def test_keep_alive_clients_end_evenly_spread_over_the_workers(tmp_path: Path) -> None:
+    """Two worker processes on SO_REUSEPORT sockets (as `strataflow api --workers 2`), eight keep-alive
+    clients: however the address hash placed their connections, within a few requests each worker holds
+    four (without balancing 6/2 and 7/1 splits stay for as long as the clients keep their connections)."""
+    (tmp_path / "pid_app.py").write_text(PID_APP)
+    port = _port()
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "BALANCE_FILE": str(tmp_path / "connections")}  # fmt: skip
+    server = subprocess.Popen([sys.executable, "-c", MULTI_WORKER_SERVER, str(port)], env=env)
+    clients = [httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) for _ in range(8)]
+    try:
+        deadline = time.monotonic() + 60
+        while len({_answer_once(f"http://127.0.0.1:{port}") for _ in range(8)} - {None}) < 2:
+            assert server.poll() is None and time.monotonic() < deadline, "the workers did not start"
+            time.sleep(0.2)
+        for _ in range(30):
+            served_by = [_answer(client) for client in clients]
+        assert sorted(Counter(served_by).values()) == [4, 4], served_by
+        moved = [client.get("/").headers.get("connection") for client in clients]
+        assert moved == [None] * 8, "a connection was closed once the workers held four each"
+    finally:
+        for client in clients:
+            client.close()
+        server.terminate()
+        server.wait(30)
+
+
+def _answer_once(url: str) -> str | None:
+    """The process id that answered a new connection (closed after it), None while nothing listens."""
+    with httpx.Client(base_url=url, timeout=10) as client:
+        return _answer(client)
+
+
+def _answer(client: httpx.Client) -> str | None:
+    """The process id that answered, None while nothing listens."""
+    try:
+        return client.get("/").text
+    except httpx.TransportError:
+        return None
