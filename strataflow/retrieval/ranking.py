@@ -55,6 +55,7 @@ bench.locomo, on one half of each) and checked on the other halves (docs/retriev
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Sequence
@@ -165,6 +166,7 @@ class Candidate:
     parts: dict[str, float] = field(default_factory=dict)  # the logit's parts, set by `rank` (they add to z)
 
 
+@functools.lru_cache(maxsize=256)  # asked once per ranked row: a context ranks a few hundred
 def canonical_model(model: str | None) -> str:
     """The calibration's name for a model: its aliases folded (an organisation prefix such as intfloat/ or
     sentence-transformers/, case), so `intfloat/multilingual-e5-small` is `multilingual-e5-small`."""
