@@ -313,8 +313,9 @@ def rows_select(layer: str, scope: Scope, by_ids: bool, cap: str = ":cap", meta:
 
 @lru_cache(maxsize=256)
 def scored_rows_sql(layers: tuple[str, ...], scope: Scope) -> TextClause:
-    """The given rows of each layer (bound as :ids_<layer>) with similarity, length and term frequencies."""
-    selects = " union all ".join(rows_select(layer, scope, True, cap="all") for layer in layers)
+    """The given rows of each layer (bound as :ids_<layer>) with similarity, length and term frequencies;
+    their metadata is read after ranking for the rows that need it (`metas_sql`), as for a scope."""
+    selects = " union all ".join(rows_select(layer, scope, True, cap="all", meta=False) for layer in layers)
     return text(f"{QUERY_CTE} {selects}")
 
 

@@ -217,12 +217,12 @@ def _ranked_hits(
         if layer != "messages"
     }
     if metadata or extra:  # lineage reads the items' and reports' metadata
-        _late_meta(conn, ranked, exact, params, max(k, ITEM_TOP, REPORT_TOP))
+        _late_meta(conn, ranked, params, max(k, ITEM_TOP, REPORT_TOP))
     if "messages" in wanted:
         lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
         ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, lexemes, reading, lift)
         if metadata:
-            _late_meta(conn, {"messages": ranked["messages"]}, exact, params, k)
+            _late_meta(conn, {"messages": ranked["messages"]}, params, k)
     hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer], explain)]
     hits.sort(key=lambda hit: (-hit.score, hit.layer, hit.id))
     return hits[:k]
@@ -252,16 +252,12 @@ def _scope_rows(
 
 
 def _late_meta(
-    conn: Connection,
-    ranked: dict[str, list[Candidate]],
-    exact: dict[str, bool],
-    params: dict[str, Any],
-    depth: int,
+    conn: Connection, ranked: dict[str, list[Candidate]], params: dict[str, Any], depth: int
 ) -> None:
-    """The metadata of the best `depth` rows of each exact layer (read without it, layer_sql.scopes_sql):
-    the rows shown and the items and reports whose lineage lifts turns. A row deleted since the read keeps
-    an empty one."""
-    layers = tuple(layer for layer in ranked if exact[layer] and ranked[layer])
+    """The metadata of the best `depth` rows of each layer (rows are read and scored without it: a scope by
+    layer_sql.scopes_sql, wide candidates by scored_rows_sql): the rows shown and the items and reports
+    whose lineage lifts turns. A row deleted since the read keeps an empty one."""
+    layers = tuple(layer for layer in ranked if ranked[layer])
     if not layers:
         return
     ids = {f"ids_{layer}": [c.id for c in ranked[layer][:depth]] for layer in layers}
