@@ -342,9 +342,11 @@ def serve(host: str, port: int, workers: int) -> None:
     fd, rate_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".rate", dir=run_dir)
     os.close(fd)  # mkstemp made it 0600
     os.environ["STRATAFLOW_API_RATE_FILE"] = rate_file  # the workers' settings read it
-    fd, balance_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".connections", dir=run_dir)
-    os.close(fd)
-    os.environ["STRATAFLOW_API_BALANCE_FILE"] = balance_file
+    balance_file = None
+    if workers > 1:  # one process has no one to share its connections with
+        fd, balance_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".connections", dir=run_dir)
+        os.close(fd)
+        os.environ["STRATAFLOW_API_BALANCE_FILE"] = balance_file
     config = _TcpConfig(
         APP, factory=True, host=host, port=port, workers=workers, log_level="info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **uvicorn_options(settings),
@@ -359,6 +361,7 @@ def serve(host: str, port: int, workers: int) -> None:
         pass
     finally:
         Path(rate_file).unlink(missing_ok=True)
-        Path(balance_file).unlink(missing_ok=True)
+        if balance_file is not None:
+            Path(balance_file).unlink(missing_ok=True)
     if workers == 1 and not server.started:
         sys.exit(3)
