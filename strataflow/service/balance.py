@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import fcntl
 import math
-import mmap
 import os
 import struct
 from pathlib import Path
+
+from strataflow.service.shared_map import map_shared
 
 SLOTS = 64  # workers one server may run
 SLOT = struct.Struct("<qq")  # process id (0: free), connections it holds
@@ -32,10 +33,7 @@ class ConnectionShare:
     """This worker's slot in the shared file, and the rule for when it holds more than its share."""
 
     def __init__(self, path: Path) -> None:
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        if os.fstat(self._fd).st_size < SLOTS * SLOT.size:
-            os.ftruncate(self._fd, SLOTS * SLOT.size)
-        self._map = mmap.mmap(self._fd, SLOTS * SLOT.size)
+        self._fd, self._map = map_shared(path, SLOTS * SLOT.size)
         self._pid = os.getpid()
         self._offset = self._claim() * SLOT.size
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import math
-import mmap
 import os
 import re
 import struct
@@ -28,6 +27,8 @@ from collections import OrderedDict
 from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from strataflow.service.shared_map import map_shared
 
 SLOTS = 8192
 SLOT = struct.Struct("<16sdd")  # key digest, tokens, last refill (time.monotonic: one clock per machine)
@@ -63,10 +64,7 @@ class SharedBuckets(Buckets):
 
     def __init__(self, path: Path, rate_per_s: float, burst: int) -> None:
         super().__init__(rate_per_s, burst)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        if os.fstat(self._fd).st_size < SLOTS * SLOT.size:
-            os.ftruncate(self._fd, SLOTS * SLOT.size)
-        self._map = mmap.mmap(self._fd, SLOTS * SLOT.size)
+        self._fd, self._map = map_shared(path, SLOTS * SLOT.size)
         self._stale_after = (burst / rate_per_s if rate_per_s > 0 else 0.0) + 60.0
 
     def take(self, key: str) -> float:
