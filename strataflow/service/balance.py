@@ -59,12 +59,9 @@ class ConnectionShare:
         """Whether this worker, holding `connections`, holds more than ceil(all / workers)."""
         if connections <= 1 or self._map.closed:
             return False
-        slots = [SLOT.unpack_from(self._map, i * SLOT.size) for i in range(SLOTS)]
-        others = [(pid, held) for pid, held in slots if pid not in (0, self._pid)]
-        if connections <= math.ceil((connections + sum(held for _, held in others)) / (len(others) + 1)):
-            return False
-        live = [held for pid, held in others if _alive(pid)]  # only now: os.kill per slot is a system call
-        return connections > math.ceil((connections + sum(live)) / (len(live) + 1))
+        slots = (SLOT.unpack_from(self._map, i * SLOT.size) for i in range(SLOTS))
+        others = [held for pid, held in slots if pid not in (0, self._pid) and _alive(pid)]
+        return connections > math.ceil((connections + sum(others)) / (len(others) + 1))
 
     def close(self) -> None:
         SLOT.pack_into(self._map, self._offset, 0, 0)
@@ -73,10 +70,10 @@ class ConnectionShare:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the worker `pid` still runs (a process of another user with that id now is not ours: the
+    workers run as one user)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         return False
-    except PermissionError:
-        return False  # another user's process has the id now: the workers run as one user
     return True

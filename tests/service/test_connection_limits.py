@@ -248,13 +248,12 @@ def _holds(worker: subprocess.Popen[str], connections: int) -> None:
 def test_a_worker_over_its_share_of_connections_closes_one_after_its_answer(
     serve: Any, tmp_path: Path
 ) -> None:
-    """Balancing (strataflow.service.balance): this process serves, a stand-in process is the other worker
+    """Balancing (strataflow.service.balance): this process serves, stand-in processes are the other workers
     of the same server. A worker holding more than ceil(all connections / workers) answers a request with
     `Connection: close` and the client reconnects by itself; at its share it keeps the connection; a worker
-    that is gone counts for nothing."""
+    that is gone counts for nothing, whatever its slot still says."""
     path = tmp_path / "connections"
-    other = subprocess.Popen([sys.executable, "-c", STAND_IN_WORKER, str(path)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    other = _stand_in(path)
     _holds(other, 0)
     url = serve(ConnectionLimits(), ConnectionShare(path))
     with httpx.Client(base_url=url, timeout=10) as first, httpx.Client(base_url=url, timeout=10) as second:
@@ -264,11 +263,26 @@ def test_a_worker_over_its_share_of_connections_closes_one_after_its_answer(
         _holds(other, 2)  # 2 here, 2 there
         answers = [client.get("/") for client in (first, second, first, second)]
         assert [a.headers.get("connection") for a in answers] == [None] * 4
-        _holds(other, 0)
-        assert other.stdin is not None
-        other.stdin.close()
-        assert other.wait(10) == 0  # gone, its slot still saying 0: this worker serves alone, 2 is its share
+        third = _stand_in(path)
+        _holds(third, 0)
+        _holds(other, 6)
+        _gone(other)  # its slot still says 6: counted, this worker's share would be ceil(8 / 3) = 3
+        assert first.get("/").headers["connection"] == "close"  # 2 here, 0 at the live third: one moves
+        assert first.get("/").status_code == 200
+        _gone(third)  # its slot still says 0: this worker serves alone, 2 is its share
         assert [c.get("/").headers.get("connection") for c in (first, second)] == [None, None]
+
+
+def _stand_in(path: Path) -> subprocess.Popen[str]:
+    """A process that takes a worker's slot in the shared file and publishes what it is told (_holds)."""
+    return subprocess.Popen([sys.executable, "-c", STAND_IN_WORKER, str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def _gone(worker: subprocess.Popen[str]) -> None:
+    assert worker.stdin is not None
+    worker.stdin.close()
+    assert worker.wait(10) == 0
 
 
 PID_APP = """
