@@ -263,8 +263,8 @@ class Settings(BaseSettings):
         "request is answered 422.",
     )  # fmt: skip
     api_rate_file: Path | None = Field(
-        None, description="Set by `strataflow api`: the file its worker processes share their rate-limit "
-        "buckets in. Unset: buckets per process.",
+        None, description="Set by `strataflow api --workers N` (N > 1): the file its worker processes share "
+        "their rate-limit buckets in. Unset: buckets per process.",
     )  # fmt: skip
     api_balance_file: Path | None = Field(
         None, description="Set by `strataflow api --workers N`: the file its worker processes publish their "

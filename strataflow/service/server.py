@@ -34,7 +34,7 @@ next minor release, and tests/service/test_connection_limits.py checks the metho
 
 X-Forwarded-For is read only from STRATAFLOW_API_TRUSTED_PROXIES (uvicorn_options). The workers share one
 rate-limit file under STRATAFLOW_HOME/run (mode 0600, removed at exit), so the configured rate holds for
-the server as a whole.
+the server as a whole; a single process keeps its buckets in memory.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from strataflow.config import Settings, load_settings
 from strataflow.service.balance import ConnectionShare
 
 APP = "strataflow.service.app:create_app"
+SHARED_FILES = {"STRATAFLOW_API_RATE_FILE": ".rate", "STRATAFLOW_API_BALANCE_FILE": ".connections"}
 GRACEFUL_SHUTDOWN_S = 30
 HEAD_MAX_BYTES = 16 * 1024  # request line and headers
 # The kernel's send buffer of one connection (Linux doubles the value given). Left to autotuning, loopback
@@ -339,14 +340,16 @@ def serve(host: str, port: int, workers: int) -> None:
     settings = load_settings()
     run_dir = settings.home / "run"
     run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, rate_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".rate", dir=run_dir)
-    os.close(fd)  # mkstemp made it 0600
-    os.environ["STRATAFLOW_API_RATE_FILE"] = rate_file  # the workers' settings read it
-    balance_file = None
-    if workers > 1:  # one process has no one to share its connections with
-        fd, balance_file = tempfile.mkstemp(prefix=f"api-{port}-", suffix=".connections", dir=run_dir)
-        os.close(fd)
-        os.environ["STRATAFLOW_API_BALANCE_FILE"] = balance_file
+    files = []
+    # The workers share their rate-limit buckets and connection counts in these files. One process keeps
+    # them in memory: it has no one to share them with, and uvicorn ends it on SIGTERM by raising the signal
+    # again once it has stopped, so the `finally` below would never remove its files.
+    for variable, suffix in SHARED_FILES.items():
+        if workers > 1:
+            fd, path = tempfile.mkstemp(prefix=f"api-{port}-", suffix=suffix, dir=run_dir)
+            os.close(fd)  # mkstemp made it 0600
+            os.environ[variable] = path  # the workers' settings read it
+            files.append(Path(path))
     config = _TcpConfig(
         APP, factory=True, host=host, port=port, workers=workers, log_level="info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, **uvicorn_options(settings),
@@ -360,8 +363,7 @@ def serve(host: str, port: int, workers: int) -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        Path(rate_file).unlink(missing_ok=True)
-        if balance_file is not None:
-            Path(balance_file).unlink(missing_ok=True)
+        for file in files:
+            file.unlink(missing_ok=True)
     if workers == 1 and not server.started:
         sys.exit(3)
