@@ -29,16 +29,20 @@ the share of right answers at or above 0.5 and the best unrelated score under a 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.facts import load_subjects
+from strataflow.config import Settings
 from strataflow.llm.embeddings import is_cjk_text
 from strataflow.retrieval.ranking import DenseCalibration
 
-SAME = "multilingual-e5-small"
+SAME = E5_NAME = "multilingual-e5-small"
 CROSS = "multilingual-e5-small:cross"
 RIGHT_SHARE = 0.9  # the share of right answers the centre keeps at or above 0.5 on the fit subjects
 DIGITS = 3  # the constants are rounded to this many decimals (the code holds them so)
@@ -148,3 +152,96 @@ def table(rows: Sequence[dict[str, Any]], split: str, cal: DenseCalibration) -> 
         "unrelated_queries": len(unrelated),
         "max_unrelated_score": round(worst, 4),
     }
+
+
+# The second model across languages (strataflow.retrieval.cross_check): its weight, WEIGHTS.cross_check, from
+# labelled cosines of two question sets of different shapes: bench.facts' questions asked in the other
+# language (named subjects, third person) and the cross shape of bench.facts_shapes (first person, opaque
+# ids).
+SECOND_GRID = tuple(float(weight) for weight in range(41))  # logits per unit of the second model's cosine
+TRANSLATED = Path(__file__).parent / "data" / "facts_cross.json"
+SHAPES = Path(__file__).parent / "data" / "facts_shapes.json"
+
+
+def second_scores(settings: Settings) -> list[dict[str, Any]]:
+    """The labelled cosines: per question (the dense text a subject search embeds: without the subject's
+    names and pronouns), its set (translated, shapes), split, the right fact's index, and per fact of its
+    subject the multilingual model's cosine (``e5``, as search compares a row across languages) and the
+    second model's (``use``)."""
+    asked = json.loads(TRANSLATED.read_text(encoding="utf-8"))["questions"]
+    cases = [
+        ("translated", subject.split, subject.subject, list(subject.facts), asked[subject.subject])
+        for subject in load_subjects("all")[0]
+        if subject.subject in asked
+    ]
+    for subject in json.loads(SHAPES.read_text(encoding="utf-8"))["subjects"]:
+        facts = subject["facts"]
+        cases.append(("shapes", subject["split"], subject["subject"], [f["fact"] for f in facts],
+                      [f["cross"] for f in facts]))  # fmt: skip
+    return [row for case in cases for row in _second_rows(settings, *case)]
+
+
+def _second_rows(
+    settings: Settings, name: str, split: str, subject: str, facts: list[str], questions: list[str]
+) -> list[dict[str, Any]]:
+    """One subject's labelled cosines (second_scores)."""
+    from strataflow.llm.embeddings import get_embedder
+    from strataflow.retrieval import cross_check
+    from strataflow.retrieval.query_reading import without_subject
+
+    e5 = get_embedder(settings, settings.embed_cjk_model or E5_NAME)
+    dense = [without_subject(question, subject) for question in questions]
+    e5_facts = np.asarray(e5.encode(facts), dtype=np.float64)
+    e5_questions = np.asarray(e5.encode_queries(dense), dtype=np.float64)
+    use_facts = cross_check.encode(facts).astype(np.float64)
+    use_questions = cross_check.encode(dense).astype(np.float64)
+    return [
+        {
+            "set": name,
+            "split": split,
+            "subject": subject,
+            "query": question,
+            "right": right,
+            "e5": [round(float(v), 5) for v in e5_facts @ e5_questions[right]],
+            "use": [round(float(v), 5) for v in use_facts @ use_questions[right]],
+        }  # fmt: skip
+        for right, question in enumerate(questions)
+    ]
+
+
+def second_ranks(rows: Sequence[dict[str, Any]], cross_slope: float, weight: float) -> list[int]:
+    """The right fact's rank (1 = first) per question: e5 across languages (its slope) and the second model
+    (weight; the part's offset, the best cosine of the subject's rows, is the same for every row)."""
+    ranks = []
+    for row in rows:
+        logits = cross_slope * np.array(row["e5"]) + weight * np.array(row["use"])
+        ranks.append(1 + int(np.sum(logits > logits[row["right"]])))
+    return ranks
+
+
+def fit_second(rows: Sequence[dict[str, Any]], cross_slope: float) -> float:
+    """ranking.WEIGHTS.cross_check: the grid value with the most right answers first over the fit subjects
+    of both sets, ties to the better mean reciprocal rank, then the smaller weight."""
+    fit = [row for row in rows if row["split"] == "fit"]
+
+    def merit(weight: float) -> tuple[int, float, float]:
+        ranks = second_ranks(fit, cross_slope, weight)
+        return sum(rank == 1 for rank in ranks), round(float(np.mean([1 / r for r in ranks])), 6), -weight
+
+    return max(SECOND_GRID, key=merit)
+
+
+def second_table(rows: Sequence[dict[str, Any]], cross_slope: float, weight: float) -> dict[str, Any]:
+    """Per set and split: cases, top-1 under the multilingual model alone and with the second model."""
+    out: dict[str, Any] = {}
+    for name in sorted({row["set"] for row in rows}):
+        for split in ("fit", "holdout"):
+            found = [row for row in rows if row["set"] == name and row["split"] == split]
+            alone, both = second_ranks(found, cross_slope, 0.0), second_ranks(found, cross_slope, weight)
+            n = len(found)
+            out[f"{name}_{split}"] = {
+                "cases": n,
+                "top1_e5": round(sum(r == 1 for r in alone) / n, 4) if n else 0.0,
+                "top1_with_second": round(sum(r == 1 for r in both) / n, 4) if n else 0.0,
+            }
+    return out

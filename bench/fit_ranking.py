@@ -13,6 +13,10 @@ a and b from labelled scores:
   facts;
 - multilingual-e5-small:cross: fit_cross.fit_cross (the spread and margin rules) on ranking_fit_cross.json
   (bench.facts' shape subjects);
+- weights.cross_check (the second model across languages: strataflow.retrieval.cross_check):
+  fit_cross.fit_second (the best top-1 beside e5's cross-language slope) on ranking_fit_second.json: both
+  models' cosines of two question sets, bench/data/facts_cross.json (bench.facts' questions asked in the
+  other language) and the cross shape of facts_shapes.json (`--second --save` encodes them again);
 - weights.lexical, speaker, time, period, item and report (lift_max = 5 x item + report):
   fit_locomo.fit_weights (a coordinate search by the half/half criterion) on ranking_fit_locomo.json.
 
@@ -45,7 +49,7 @@ from strataflow.retrieval.ranking import CALIBRATION, DEFAULT_MODEL, WEIGHTS, De
 
 DATA = Path(__file__).parent / "data"
 SAVED = {"cross": DATA / "ranking_fit_cross.json", "facts": DATA / "ranking_fit_facts.json",
-         "locomo": DATA / "ranking_fit_locomo.json"}  # fmt: skip
+         "locomo": DATA / "ranking_fit_locomo.json", "second": DATA / "ranking_fit_second.json"}  # fmt: skip
 E5, CROSS = fit_facts.E5, fit_facts.CROSS
 SPACES = (DEFAULT_MODEL, E5, CROSS)
 DEFAULT_SLOPE = 8.0  # MiniLM's logits per unit of cosine: the unit of every weight
@@ -80,7 +84,8 @@ def fit(data: dict[str, Any]) -> Fitted:
         E5: DenseCalibration(fit_facts.fit_center(facts, E5, e5_slope, entry_lexical), e5_slope, words=0.0),
         CROSS: fit_cross.fit_cross(data["cross"], e5_slope),
     }
-    start = replace(WEIGHTS, entry_lexical=entry_lexical)
+    cross_check = fit_cross.fit_second(data["second"], cal[CROSS].slope)
+    start = replace(WEIGHTS, entry_lexical=entry_lexical, cross_check=cross_check)
     weights = fit_locomo.fit_weights(
         fit_locomo.prepare(data["locomo"], cal[DEFAULT_MODEL], entry_lexical), start
     )
@@ -115,7 +120,9 @@ def default_center(facts: list[dict[str, Any]], locomo: dict[str, Any], entry_le
 def constants(calibration: dict[str, DenseCalibration], weights: RankingWeights) -> dict[str, float]:
     """The fitted constants by name (calibration.<model>.center|slope, weights.<name>)."""
     out = {f"calibration.{m}.{k}": getattr(calibration[m], k) for m in SPACES for k in ("center", "slope")}
-    fitted = ("entry_lexical", "lexical", "speaker", "time", "period", "item", "report", "lift_max")
+    fitted = (
+        "entry_lexical", "lexical", "speaker", "time", "period", "item", "report", "lift_max", "cross_check"
+    )  # fmt: skip
     return {**out, **{f"weights.{name}": getattr(weights, name) for name in fitted}}
 
 
@@ -136,10 +143,14 @@ def tables(
         for name in SPACES
     }  # fmt: skip
     cross = {split: fit_cross.table(data["cross"], split, calibration[CROSS]) for split in ("fit", "holdout")}
+    second = fit_cross.second_table(data["second"], calibration[CROSS].slope, weights.cross_check)
     prepared = fit_locomo.prepare(data["locomo"], calibration[DEFAULT_MODEL], weights.entry_lexical)
     locomo = {split: fit_locomo.recall(prepared, split, weights) for split in ("fit", "holdout", "all")}
     criterion = {split: fit_locomo.criterion(locomo[split]) for split in ("fit", "holdout")}
-    return {"facts": facts, "shapes_cross": cross, "locomo": locomo, "locomo_criterion": criterion}
+    return {
+        "facts": facts, "shapes_cross": cross, "second_model": second, "locomo": locomo,
+        "locomo_criterion": criterion,
+    }  # fmt: skip
 
 
 def report(data: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +210,10 @@ def _rows(rows: Any) -> str:
 def given(args: argparse.Namespace) -> dict[str, bool]:
     """Which labelled scores the dumps given on the command line hold."""
     shapes = args.facts_dump is not None and '"kind": "shape' in args.facts_dump.read_text(encoding="utf-8")
-    return {"facts": args.facts_dump is not None, "cross": shapes, "locomo": args.locomo_dump is not None}
+    return {
+        "facts": args.facts_dump is not None, "cross": shapes, "locomo": args.locomo_dump is not None,
+        "second": args.second,
+    }  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -210,9 +224,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--locomo-dump", type=Path, help="A `bench.locomo --dump` pickle (default: saved rows)."
     )
+    parser.add_argument(
+        "--second", action="store_true",
+        help="Encode bench/data/facts_cross.json's questions again (fit_cross.second_scores: both models).",
+    )  # fmt: skip
     parser.add_argument("--save", action="store_true", help="Write the dumps' labelled scores to bench/data.")
     args = parser.parse_args(argv)
     data = load(args.facts_dump, args.locomo_dump)
+    if args.second:
+        from strataflow.config import load_settings
+
+        data["second"] = fit_cross.second_scores(load_settings())
     if args.save:
         save(data, [name for name, dump in given(args).items() if dump])
     print(json.dumps(report(data), ensure_ascii=False))

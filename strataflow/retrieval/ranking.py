@@ -6,7 +6,8 @@ memory scores the same for a query whatever else is stored, and one threshold me
 search (docs/retrieval.md, "Scores"). Meaning first: the score starts from the dense similarity and adds
 bounded evidence, each term in logit units:
 
-    z = dense + lexical x coverage + speaker + time + period + lineage,    score = 1 / (1 + e^-z)
+    z = dense [+ cross_check] + lexical x coverage + speaker + time + period + lineage
+    score = 1 / (1 + e^-z)
 
 Every weight is in logit units and lives in one frozen object, ``WEIGHTS`` (`RankingWeights`); every number
 in it but the subject reference, and every calibration, is the output of a function over labelled scores
@@ -20,6 +21,13 @@ in it but the subject reference, and every calibration, is the output of a funct
   back, so the name never decides between the subject's rows and the score keeps its scale. For a turn,
   ``DENSE_NEIGHBOUR`` of the mean of the adjacent turns' similarities (same session) is added first: a
   short reply borrows the meaning of the turn it answers;
+- cross_check, for a row compared with the query across languages only: a second multilingual model
+  (strataflow.retrieval.cross_check) reads the cross_check.HEAD rows of a layer with the best multilingual
+  similarity, as a reranker reads a first stage's best, and each loses ``WEIGHTS.cross_check`` x how much
+  less that model likes it than the one it likes best (cosines): at most 0, so the second model only
+  reorders and takes away, never lifts a row past the first model's reading (an unrelated query scores no
+  higher than before, and the row both models prefer keeps its score). This is the one part that depends
+  on the other rows read: a row can lose when a memory the second model likes better is added;
 - coverage: the share of the query's lexemes (English stems, Chinese words; each counts the same, but the
   name of a speaker the query names counts ``SPEAKER_NAME_TERM``) that the row's text holds, worth at most
   ``WEIGHTS.lexical`` for a conversation turn and ``WEIGHTS.entry_lexical`` for an item, report or chunk
@@ -37,17 +45,19 @@ in it but the subject reference, and every calibration, is the output of a funct
 
 Every boost together is at most ``WEIGHTS.boost_max`` (9.2 logits), and words at most ``WEIGHTS.lexical``
 (4.8; an item's ``entry_lexical``, 0.8). That is the true bound: evidence and words reorder only rows whose
-dense logits (the parts ``dense`` + ``neighbours`` + ``subject``) differ by less than lexical + boost_max
-(14 logits); a row ahead by more stays ahead whatever the other's evidence (tests/retrieval/
-test_ranking_bound.py sweeps it). The bound is wide: a turn at cosine 0.20 with the speaker, a time, the
-period and full lineage can pass a related turn at 0.50 that has none of them, so evidence can lift an
-unrelated turn over a related one; it cannot lift one over a clearly closer answer that shares its words.
+dense logits (the parts ``dense`` + ``neighbours`` + ``subject`` + ``cross_check``) differ by less than
+lexical + boost_max (14 logits); a row ahead by more stays ahead whatever the other's evidence
+(tests/retrieval/test_ranking_bound.py sweeps it). The bound is wide: a turn at cosine 0.20 with the
+speaker, a time, the period and full lineage can pass a related turn at 0.50 that has none of them, so
+evidence can lift an unrelated turn over a related one; it cannot lift one over a clearly closer answer that
+shares its words.
 Rows are returned by score: the list's order is its scores' order on every surface.
 
 Why a row was recalled: `rank` keeps, per row, its logit's parts (`Candidate.parts`: ``dense``, the
-adjacent turns' ``neighbours``, the ``subject`` reference, ``lexical``, ``speaker``, ``time``, ``period``,
-``lineage`` and, were the evidence ever clipped at boost_max, a negative ``boost_cap``), which add up to z;
-the surfaces show them on request (`explain`, docs/retrieval.md "Why it was recalled").
+adjacent turns' ``neighbours``, the ``subject`` reference, ``cross_check``, ``lexical``, ``speaker``,
+``time``, ``period``, ``lineage`` and, were the evidence ever clipped at boost_max, a negative
+``boost_cap``), which add up to z; the surfaces show them on request (`explain`, docs/retrieval.md "Why it
+was recalled").
 
 The weights were fitted on two benchmarks (the paraphrased facts of bench.facts and the dialogs of
 bench.locomo, on one half of each) and checked on the other halves (docs/retrieval-quality.md).
@@ -99,7 +109,7 @@ CALIBRATION: dict[str, DenseCalibration] = {
     # spreads within and across languages; centre: the margin rule above, nine right answers in ten) and
     # checked on the holdout ones (docs/retrieval-quality.md); tests/retrieval/test_fit_ranking.py fails when
     # these are not the fit's.
-    "multilingual-e5-small:cross": DenseCalibration(center=0.802, slope=36.6, words=0.0),
+    "multilingual-e5-small:cross": DenseCalibration(center=0.801, slope=36.8, words=0.0),
 }
 CROSS_LANGUAGE = ":cross"  # a model's name + this: its cosines between texts of different languages
 WINDOW = 2  # neighbouring turns on each side that share a turn's words
@@ -135,6 +145,9 @@ class RankingWeights:
     # subject as surely, adds almost nothing to either embedding (0.015 of e5 cosine in Chinese) and counts
     # the same as a name. Set at MiniLM's earlier 0.35 of cosine.
     subject_reference: float = 2.8
+    # Across languages, x how much less the second model (strataflow.retrieval.cross_check) likes a row than
+    # the row of its layer it likes best (cosines): the `cross_check` part, at most 0.
+    cross_check: float = 9.0
 
     @property
     def boost_max(self) -> float:
@@ -160,6 +173,7 @@ class Candidate:
     text: str = ""  # read for a time expression on when-questions
     lift: float = 0.0  # lineage evidence from L2 items and L3 reports (strataflow.retrieval.layered)
     model: str | None = None  # the embedding model of `similarity` (None: the default model)
+    second: float | None = None  # across languages, the second model's cosine (cross_check): its own part
     score: float = 0.0
     coverage: float = 0.0
     dense: float = 0.0
@@ -359,6 +373,7 @@ def rank(
     if windowed:
         dense = dense + DENSE_NEIGHBOUR * adjacent_mean(dense, session)
     kinds = evidence_parts(ordered, reading, weights)
+    best_second = max((r.second for r in ordered if r.second is not None), default=0.0)
     lexical = weights.lexical if windowed else weights.entry_lexical
     slope = CALIBRATION[DEFAULT_MODEL].slope
     for i, (row, d, c) in enumerate(zip(ordered, dense, covered, strict=True)):
@@ -371,6 +386,8 @@ def rank(
         if row.similarity is not None and (near[i] or named):
             subject = parts.pop("dense") - own - near[i] * slope
             parts = {"dense": own, "neighbours": near[i] * slope, "subject": subject, **parts}
+        if row.second is not None:
+            parts["cross_check"] = weights.cross_check * (row.second - best_second)
         row.parts = parts
         row.score = sigmoid(sum(parts.values()))
     return sorted(ordered, key=lambda r: (-r.score, r.id))

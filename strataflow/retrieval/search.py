@@ -48,7 +48,7 @@ from sqlalchemy import Connection
 
 from models.memory_items import Explain
 from strataflow.config import Settings
-from strataflow.retrieval import layer_sql, wide
+from strataflow.retrieval import cross_check, layer_sql, wide
 from strataflow.retrieval.layer_sql import LAYERS, ItemFilter, Scope
 from strataflow.retrieval.layered import ITEM_TOP, REPORT_TOP, lineage_lift
 from strataflow.retrieval.query_reading import QueryReading, read_query, without_speakers, without_subject
@@ -211,8 +211,9 @@ def _ranked_hits(
             by_layer[layer] = rows
             similarity.update({(layer, int(r.id)): (r.sim, r.model) for r in rows})
         reading = _reading(query, settings, by_layer, now, params["subject_id"])  # the candidates' speakers
+    second = _second_opinions(dense, by_layer, similarity, params["multi_cross"])
     ranked = {
-        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, lexemes, reading, {})
+        layer: _rank_layer(layer, by_layer.get(layer, []), similarity, lexemes, reading, {}, second)
         for layer in read
         if layer != "messages"
     }
@@ -220,7 +221,9 @@ def _ranked_hits(
         _late_meta(conn, ranked, params, max(k, ITEM_TOP, REPORT_TOP))
     if "messages" in wanted:
         lift = lineage_lift(ranked.get("items", []), ranked.get("reports", [])) if extra else {}
-        ranked["messages"] = _rank_layer("messages", by_layer["messages"], similarity, lexemes, reading, lift)
+        ranked["messages"] = _rank_layer(
+            "messages", by_layer["messages"], similarity, lexemes, reading, lift, second
+        )
         if metadata:
             _late_meta(conn, {"messages": ranked["messages"]}, params, k)
     hits = [hit for layer in wanted for hit in _as_hits(layer, ranked[layer][:k], exact[layer], explain)]
@@ -423,6 +426,25 @@ def embed_query(settings: Settings, query: str) -> np.ndarray:
 _TORCH_THREADS_LOCK = threading.Lock()
 
 
+def _second_opinions(
+    query: str,
+    by_layer: dict[str, list[Any]],
+    similarity: dict[tuple[str, int], Similarity],
+    cross_model: str | None,
+) -> dict[tuple[str, int], float]:
+    """The second model's cosines (strataflow.retrieval.cross_check) of the rows compared with the query
+    across languages (their similarity's model is `cross_model`, :multi_cross), by the query's dense text."""
+    if not cross_model:
+        return {}
+    rows = []
+    for layer, found in by_layer.items():
+        for r in found:
+            value, model = similarity.get((layer, int(r.id)), (None, None))
+            if model == cross_model and value is not None:
+                rows.append((layer, int(r.id), float(value), str(r.body or "")))
+    return cross_check.second_opinions(query, rows) if rows else {}
+
+
 def _rank_layer(
     layer: str,
     rows: Sequence[Any],
@@ -430,6 +452,7 @@ def _rank_layer(
     lexemes: Sequence[str],
     reading: QueryReading,
     lift: dict[int, float],
+    second: dict[tuple[str, int], float],
 ) -> list[Candidate]:
     """One layer's rows as candidates, ranked (strataflow.retrieval.ranking); messages are windowed."""
     candidates = []
@@ -449,6 +472,7 @@ def _rank_layer(
                 text=str(r.body or ""),
                 lift=lift.get(int(r.id), 0.0),
                 model=model,
+                second=second.get((layer, int(r.id))),
             )
         )
     ranked = rank(candidates, lexemes, windowed=layer == "messages", reading=reading)
