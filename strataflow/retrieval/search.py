@@ -436,13 +436,19 @@ def _second_opinions(
     across languages (their similarity's model is `cross_model`, :multi_cross), by the query's dense text."""
     if not cross_model:
         return {}
-    rows = []
-    for layer, found in by_layer.items():
-        for r in found:
-            value, model = similarity.get((layer, int(r.id)), (None, None))
-            if model == cross_model and value is not None:
-                rows.append((layer, int(r.id), float(value), str(r.body or "")))
-    return cross_check.second_opinions(query, rows) if rows else {}
+    cross = {
+        key: value for key, (value, model) in similarity.items() if model == cross_model and value is not None
+    }
+    if not cross:  # the usual case, a question in the rows' language: one pass over the similarities
+        return {}
+    rows = [
+        (layer, int(r.id), float(cross[(layer, int(r.id))]), str(r.body or ""))
+        for layer, found in by_layer.items()
+        if any(key[0] == layer for key in cross)
+        for r in found
+        if (layer, int(r.id)) in cross
+    ]
+    return cross_check.second_opinions(query, rows)
 
 
 def _rank_layer(

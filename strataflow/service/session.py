@@ -89,7 +89,8 @@ class Sessions:
 
     def warm_up(self) -> None:
         """Load what the first request would otherwise wait for, once per process (later calls return at
-        once, or wait for the first): every configured embedding model, the default one's question centroid
+        once, or wait for the first): every configured embedding model (with two, the second model across
+        languages: strataflow.retrieval.cross_check), the default one's question centroid
         (strataflow.retrieval.question_centroid: 96 short texts encoded once), jieba's dictionary and the
         token counter. A scan's time limit never pays for it."""
         with self._warm:
@@ -102,6 +103,10 @@ class Sessions:
 
             for model in embedding_models(self.settings):
                 get_embedder(self.settings, model).encode_queries(["warm up"])
+            if len(embedding_models(self.settings)) > 1:  # questions meet rows of the other language
+                from strataflow.retrieval import cross_check
+
+                cross_check.encode(["warm up"])  # its 65 MB table: about 2 s
             chinese_tokens("预热分词")  # jieba's dictionary, which the first Chinese text would load
             question_centroid(self.settings, self.settings.embedding_model)
             count_tokens("warm up")
