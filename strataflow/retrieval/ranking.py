@@ -3,7 +3,8 @@
 Every row gets one absolute score in 0..1, a function of the query and the row alone (with, for a
 conversation turn, its window: the turns around it). It never depends on which other rows were found, so a
 memory scores the same for a query whatever else is stored, and one threshold means the same on every
-search (docs/retrieval.md, "Scores"). Meaning first: the score starts from the dense similarity and adds
+search (docs/retrieval.md, "Scores"); the one exception is the ``cross_check`` part across languages, at
+most 0 (below). Meaning first: the score starts from the dense similarity and adds
 bounded evidence, each term in logit units:
 
     z = dense [+ cross_check] + lexical x coverage + speaker + time + period + lineage
