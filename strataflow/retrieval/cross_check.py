@@ -16,7 +16,8 @@ retrieval.ranking): WEIGHTS.cross_check x how much less the second model likes t
 layer it likes best, at most 0. Only the HEAD rows of a layer with the best multilingual similarity are read,
 as a reranker reads a first stage's best: a scope of a few thousand English turns asked about in Chinese
 costs HEAD encodes, not thousands (rows further down keep e5's reading alone). Passage vectors are kept in a
-process-wide LRU by text, so asking about the same rows again encodes the question only.
+process-wide LRU by text, and question vectors in a smaller one: asking about the same rows again encodes
+nothing, and a context call's searches encode their question once.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ import numpy as np
 MODEL = "universal-sentence-encoder-multilingual-3"
 HEAD = 24  # rows per layer read by the second model: the best by the multilingual model's similarity
 CACHE_SIZE = 8192  # passage vectors kept (512 float32 each: 16 MiB)
+QUESTION_CACHE_SIZE = 512  # question vectors kept (a context call searches several layers with one question)
 
 _LOCK = threading.Lock()  # one encode at a time: the model limits numpy's BLAS threads process-wide
 _MODEL: list[Any] = []
 _PASSAGES: OrderedDict[str, np.ndarray] = OrderedDict()
+_QUESTIONS: OrderedDict[str, np.ndarray] = OrderedDict()
 _ENCODED = [0]
 
 
@@ -64,22 +67,29 @@ def encoded_count() -> int:
 
 
 def cosines(query: str, texts: Sequence[str]) -> np.ndarray:
-    """The second model's cosine between `query` and each of `texts`; passages through the LRU."""
+    """The second model's cosine between `query` and each of `texts`, in one encode of what neither LRU
+    holds (the question's, so that a context call's searches encode it once, and the passages')."""
     with _LOCK:
+        question = _QUESTIONS.get(query)
         found = {text: _PASSAGES.get(text) for text in texts}
         for text, vector in found.items():
             if vector is not None:
                 _PASSAGES.move_to_end(text)
     missing = [text for text, vector in found.items() if vector is None]
-    vectors = encode([query, *missing])
+    vectors = encode(missing if question is not None else [query, *missing])
+    if question is None:
+        question, vectors = vectors[0], vectors[1:]
     kept = {text: vector for text, vector in found.items() if vector is not None}
     with _LOCK:
-        for text, vector in zip(missing, vectors[1:], strict=True):
+        _QUESTIONS[query] = question
+        _QUESTIONS.move_to_end(query)
+        for text, vector in zip(missing, vectors, strict=True):
             kept[text] = _PASSAGES[text] = vector
-        while len(_PASSAGES) > CACHE_SIZE:
-            _PASSAGES.popitem(last=False)
+        for cache, size in ((_PASSAGES, CACHE_SIZE), (_QUESTIONS, QUESTION_CACHE_SIZE)):
+            while len(cache) > size:
+                cache.popitem(last=False)
     passages = np.stack([kept[text] for text in texts]) if texts else np.zeros((0, 512), np.float32)
-    return passages @ vectors[0]
+    return passages @ question
 
 
 def second_opinions(query: str, rows: Iterable[tuple[str, int, float, str]]) -> dict[tuple[str, int], float]:
