@@ -47,8 +47,9 @@ class Explain(BaseModel):
     to z and 1 / (1 + e^-z) is the score."""
 
     parts: dict[str, float] = Field(
-        description="each signal's contribution in logit units: dense, neighbours, subject, lexical, "
-        "speaker, time, period, lineage, boost_cap (a cap shows as its own negative part)"
+        description="each signal's contribution in logit units: dense, neighbours, subject, cross_check "
+        "(across languages, at most 0), lexical, speaker, time, period, lineage, boost_cap (a cap shows as "
+        "its own negative part)"
     )
     logit: float = Field(description="z, the sum of the parts; the score is 1 / (1 + e^-z)")
     uncalibrated: str | None = Field(

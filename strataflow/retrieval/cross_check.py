@@ -22,6 +22,7 @@ nothing, and a context call's searches encode their question once.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -39,6 +40,7 @@ _MODEL: list[Any] = []
 _PASSAGES: OrderedDict[str, np.ndarray] = OrderedDict()
 _QUESTIONS: OrderedDict[str, np.ndarray] = OrderedDict()
 _ENCODED = [0]
+_FAILED: list[str] = []  # why the model could not be loaded, once: search then reads with e5 alone
 
 
 def _encoder() -> Any:
@@ -104,7 +106,15 @@ def second_opinions(query: str, rows: Iterable[tuple[str, int, float, str]]) -> 
         for layer, found in heads.items()
         for _, row_id, text in sorted(found, key=lambda r: (-r[0], r[1]))[:HEAD]
     ]
-    if not picked:
+    if not picked or _FAILED:
         return {}
-    values = cosines(query, [text for _, _, text in picked])
+    try:
+        values = cosines(query, [text for _, _, text in picked])
+    except Exception as error:  # a missing or broken wheel must not fail a search: e5 alone still reads it
+        _FAILED.append(f"{type(error).__name__}: {error}")
+        logging.getLogger(__name__).error(
+            "the second model across languages (%s) could not be used, searches read with the multilingual "
+            "embedder alone until the process restarts: %s", MODEL, _FAILED[0],
+        )  # fmt: skip
+        return {}
     return {(layer, row_id): float(v) for (layer, row_id, _), v in zip(picked, values, strict=True)}

@@ -25,10 +25,11 @@ in it but the subject reference, and every calibration, is the output of a funct
 - cross_check, for a row compared with the query across languages only: a second multilingual model
   (strataflow.retrieval.cross_check) reads the cross_check.HEAD rows of a layer with the best multilingual
   similarity, as a reranker reads a first stage's best, and each loses ``WEIGHTS.cross_check`` x how much
-  less that model likes it than the one it likes best (cosines): at most 0, so the second model only
-  reorders and takes away, never lifts a row past the first model's reading (an unrelated query scores no
-  higher than before, and the row both models prefer keeps its score). This is the one part that depends
-  on the other rows read: a row can lose when a memory the second model likes better is added;
+  less that model likes it than the one it likes best (cosines; a row below the HEAD counts as the least
+  liked one read). The part is at most 0: it reorders and lowers scores, never raises one (an unrelated
+  query scores no higher than before, and the row the second model prefers keeps its score), so a
+  threshold can drop a row it finds unrelated. This is the one part that depends on the other rows read:
+  a row can lose when a memory the second model likes better is added;
 - coverage: the share of the query's lexemes (English stems, Chinese words; each counts the same, but the
   name of a speaker the query names counts ``SPEAKER_NAME_TERM``) that the row's text holds, worth at most
   ``WEIGHTS.lexical`` for a conversation turn and ``WEIGHTS.entry_lexical`` for an item, report or chunk
@@ -374,7 +375,11 @@ def rank(
     if windowed:
         dense = dense + DENSE_NEIGHBOUR * adjacent_mean(dense, session)
     kinds = evidence_parts(ordered, reading, weights)
-    best_second = max((r.second for r in ordered if r.second is not None), default=0.0)
+    # Across languages: the second model's shortfall from its favourite; a row compared across languages
+    # that it did not read (below its HEAD) counts as the least liked one it read, so it cannot pass a
+    # row that was read and lost for it.
+    read = [r.second for r in ordered if r.second is not None]
+    best_second, least_second = (max(read), min(read)) if read else (0.0, 0.0)
     lexical = weights.lexical if windowed else weights.entry_lexical
     slope = CALIBRATION[DEFAULT_MODEL].slope
     for i, (row, d, c) in enumerate(zip(ordered, dense, covered, strict=True)):
@@ -387,11 +392,17 @@ def rank(
         if row.similarity is not None and (near[i] or named):
             subject = parts.pop("dense") - own - near[i] * slope
             parts = {"dense": own, "neighbours": near[i] * slope, "subject": subject, **parts}
-        if row.second is not None:
-            parts["cross_check"] = weights.cross_check * (row.second - best_second)
+        if read and (row.second is not None or _across_languages(row.model)):
+            second = least_second if row.second is None else row.second
+            parts["cross_check"] = weights.cross_check * (second - best_second)
         row.parts = parts
         row.score = sigmoid(sum(parts.values()))
     return sorted(ordered, key=lambda r: (-r.score, r.id))
+
+
+def _across_languages(model: str | None) -> bool:
+    """Whether a row's similarity is a cosine across languages (its model's name is cross_language's)."""
+    return model is not None and model.endswith(CROSS_LANGUAGE)
 
 
 def _in_default_units(similarity: float | None, model: str | None, reference: float = 0.0) -> float:

@@ -5,8 +5,9 @@ cosine similarity to the query embedding (pgvector ``<=>``; a statement's less i
 question_centroid.py) and their term frequencies for the query's
 full-text lexemes (English stemming plus jieba-segmented Chinese, OR query; see layer_sql.py for the text of
 each layer); `strataflow.retrieval.ranking` turns those into one absolute score per row (0..1, a function of
-the query and the row alone): calibrated dense similarity plus bounded boosts for the share of the query's
-words the row (or its window) holds, the evidence of what the query says (query_reading.py: a named speaker,
+the query and the row alone but for cross_check across languages: strataflow.retrieval.cross_check):
+calibrated dense similarity plus bounded boosts for the share of the query's words the row (or its window)
+holds, the evidence of what the query says (query_reading.py: a named speaker,
 a when question, a period) and, for L1 turns, the lineage of the L2 items and L3 reports that match
 (layered.py). Hits of all layers are returned best first. The same ranking serves `strataflow context`, the
 memory search and the service; the dialog-recall benchmark measures it (docs/retrieval-quality.md).

@@ -106,7 +106,7 @@ class Sessions:
             if len(embedding_models(self.settings)) > 1:  # questions meet rows of the other language
                 from strataflow.retrieval import cross_check
 
-                cross_check.encode(["warm up"])  # its 65 MB table: about 2 s
+                cross_check.second_opinions("warm up", [("warm", 0, 1.0, "up")])  # 65 MB: about 2 s
             chinese_tokens("预热分词")  # jieba's dictionary, which the first Chinese text would load
             question_centroid(self.settings, self.settings.embedding_model)
             count_tokens("warm up")

