@@ -1,6 +1,7 @@
 """Every constant of the ranking that labelled scores decide is the output of bench.fit_ranking over the
-committed labelled scores (bench/data/ranking_fit_{facts,cross,locomo}.json): the code holds what the fit
-gives, the fit holds on the halves it did not see, and the offline replay of LoCoMo is the database run's."""
+committed labelled scores (bench/data/ranking_fit_{facts,cross,locomo,second}.json): the code holds what the
+fit gives, the fit holds on the halves it did not see, and the offline replay of LoCoMo is the database
+run's."""
 
 from __future__ import annotations
 
@@ -62,6 +63,9 @@ def test_the_constants_hold_on_the_holdout_halves(data: dict[str, Any], constant
                 assert row["right_above_0_5"] >= 0.85 and row["top1"] >= 0.8, (name, split, row)
     for split, row in out["shapes_cross"].items():
         assert row["right_above_0_5"] >= 0.9 and row["max_unrelated_score"] < 0.5, (split, row)
+    for name, row in out["second_model"].items():  # the second model across languages never costs a question
+        assert row["top1_with_second"] >= row["top1_e5"], (name, row)
+    assert out["second_model"]["translated_holdout"]["top1_with_second"] >= 0.85
     for split in ("fit", "holdout"):  # the quality check's bar: overall at or above DRAGON + 8 at every k
         dragon = fit_locomo.DRAGON["overall"]
         overall = out["locomo"][split]["overall"]
