@@ -27,7 +27,6 @@ import os
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -37,6 +36,7 @@ from sqlalchemy import Connection, text
 from strataflow.config import Settings
 from strataflow.hashes import content_hash
 from strataflow.llm import lazy
+from strataflow.llm.vector_cache import VectorCache
 from strataflow.textsearch import CJK
 
 logger = logging.getLogger(__name__)
@@ -100,8 +100,7 @@ _ENCODED = 0
 _COUNT_LOCK = threading.Lock()
 _EMBEDDERS: dict[str, Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
-_QUERIES: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_QUERIES_LOCK = threading.Lock()
+_QUERIES: VectorCache[tuple[str, str]] = VectorCache(QUERY_CACHE_SIZE)
 
 
 def encode_count() -> int:
@@ -380,11 +379,7 @@ def embedding_models(settings: Settings) -> tuple[str, ...]:
 
 def cached_query_embedding(model: str, text: str) -> np.ndarray | None:
     """The query's vector under `model` if query_embeddings has it cached (read-only), else None."""
-    with _QUERIES_LOCK:
-        vector = _QUERIES.get((model, text))
-        if vector is not None:
-            _QUERIES.move_to_end((model, text))
-        return vector
+    return _QUERIES.get((model, text))
 
 
 def query_embeddings(
@@ -394,22 +389,13 @@ def query_embeddings(
     it; a process-wide LRU of QUERY_CACHE_SIZE (model, text) pairs spares repeated queries the encode."""
     wanted = list(models) if models is not None else list(embedding_models(settings))
     found: dict[str, np.ndarray] = {}
-    with _QUERIES_LOCK:
-        for model in wanted:
-            vector = _QUERIES.get((model, text))
-            if vector is not None:
-                _QUERIES.move_to_end((model, text))
-                found[model] = vector
     for model in wanted:
-        if model not in found:
+        vector = _QUERIES.get((model, text))
+        if vector is None:
             vector = get_embedder(settings, model).encode_queries([text])[0]
-            vector.setflags(write=False)  # shared by every caller of the cache
-            found[model] = vector
-            with _QUERIES_LOCK:
-                _QUERIES[(model, text)] = vector
-                while len(_QUERIES) > QUERY_CACHE_SIZE:
-                    _QUERIES.popitem(last=False)
-    return {model: found[model] for model in wanted}
+            _QUERIES.put((model, text), vector)  # read-only from now: shared by every caller of the cache
+        found[model] = vector
+    return found
 
 
 def as_vector(value: Any) -> np.ndarray:

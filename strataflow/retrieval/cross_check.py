@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+
+from strataflow.llm.vector_cache import VectorCache
 
 MODEL = "universal-sentence-encoder-multilingual-3"
 HEAD = 24  # rows per layer read by the second model: the best by the multilingual model's similarity
@@ -37,8 +38,8 @@ QUESTION_CACHE_SIZE = 512  # question vectors kept (a context call searches seve
 
 _LOCK = threading.Lock()  # one encode at a time: the model limits numpy's BLAS threads process-wide
 _MODEL: list[Any] = []
-_PASSAGES: OrderedDict[str, np.ndarray] = OrderedDict()
-_QUESTIONS: OrderedDict[str, np.ndarray] = OrderedDict()
+_PASSAGES: VectorCache[str] = VectorCache(CACHE_SIZE)
+_QUESTIONS: VectorCache[str] = VectorCache(QUESTION_CACHE_SIZE)
 _ENCODED = [0]
 _FAILED: list[str] = []  # why the model could not be loaded, once: search then reads with e5 alone
 
@@ -71,25 +72,17 @@ def encoded_count() -> int:
 def cosines(query: str, texts: Sequence[str]) -> np.ndarray:
     """The second model's cosine between `query` and each of `texts`, in one encode of what neither LRU
     holds (the question's, so that a context call's searches encode it once, and the passages')."""
-    with _LOCK:
-        question = _QUESTIONS.get(query)
-        found = {text: _PASSAGES.get(text) for text in texts}
-        for text, vector in found.items():
-            if vector is not None:
-                _PASSAGES.move_to_end(text)
-    missing = [text for text, vector in found.items() if vector is None]
+    question = _QUESTIONS.get(query)
+    found = {text: _PASSAGES.get(text) for text in texts}
+    kept = {text: vector for text, vector in found.items() if vector is not None}
+    missing = [text for text in found if text not in kept]
     vectors = encode(missing if question is not None else [query, *missing])
     if question is None:
         question, vectors = vectors[0], vectors[1:]
-    kept = {text: vector for text, vector in found.items() if vector is not None}
-    with _LOCK:
-        _QUESTIONS[query] = question
-        _QUESTIONS.move_to_end(query)
-        for text, vector in zip(missing, vectors, strict=True):
-            kept[text] = _PASSAGES[text] = vector
-        for cache, size in ((_PASSAGES, CACHE_SIZE), (_QUESTIONS, QUESTION_CACHE_SIZE)):
-            while len(cache) > size:
-                cache.popitem(last=False)
+        _QUESTIONS.put(query, question)
+    for text, vector in zip(missing, vectors, strict=True):
+        kept[text] = vector
+        _PASSAGES.put(text, vector)
     passages = np.stack([kept[text] for text in texts]) if texts else np.zeros((0, 512), np.float32)
     return passages @ question
 
@@ -111,10 +104,26 @@ def second_opinions(query: str, rows: Iterable[tuple[str, int, float, str]]) -> 
     try:
         values = cosines(query, [text for _, _, text in picked])
     except Exception as error:  # a missing or broken wheel must not fail a search: e5 alone still reads it
-        _FAILED.append(f"{type(error).__name__}: {error}")
-        logging.getLogger(__name__).error(
-            "the second model across languages (%s) could not be used, searches read with the multilingual "
-            "embedder alone until the process restarts: %s", MODEL, _FAILED[0],
-        )  # fmt: skip
+        _give_up(error)
         return {}
     return {(layer, row_id): float(v) for (layer, row_id, _), v in zip(picked, values, strict=True)}
+
+
+def warm_up() -> None:
+    """Load the model before the first question across languages would (the API's warm-up: about 2 s); a
+    model that cannot be loaded is given up, as a search gives it up."""
+    if _FAILED:
+        return
+    try:
+        encode(["warm up"])
+    except Exception as error:
+        _give_up(error)
+
+
+def _give_up(error: Exception) -> None:
+    """Searches read with the multilingual embedder alone from now on; said once in the log."""
+    _FAILED.append(f"{type(error).__name__}: {error}")
+    logging.getLogger(__name__).error(
+        "the second model across languages (%s) could not be used, searches read with the multilingual "
+        "embedder alone until the process restarts: %s", MODEL, _FAILED[0],
+    )  # fmt: skip

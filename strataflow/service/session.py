@@ -97,16 +97,16 @@ class Sessions:
             if self._warmed:
                 return
             from strataflow.llm.embeddings import embedding_models, get_embedder
+            from strataflow.memory.item_embedding import multi_model
+            from strataflow.retrieval import cross_check
             from strataflow.retrieval.context_budget import count_tokens
             from strataflow.retrieval.question_centroid import question_centroid
             from strataflow.textsearch import chinese_tokens
 
             for model in embedding_models(self.settings):
                 get_embedder(self.settings, model).encode_queries(["warm up"])
-            if len(embedding_models(self.settings)) > 1:  # questions meet rows of the other language
-                from strataflow.retrieval import cross_check
-
-                cross_check.second_opinions("warm up", [("warm", 0, 1.0, "up")])  # 65 MB: about 2 s
+            if multi_model(self.settings):  # questions meet rows of the other language (search's rule)
+                cross_check.warm_up()
             chinese_tokens("预热分词")  # jieba's dictionary, which the first Chinese text would load
             question_centroid(self.settings, self.settings.embedding_model)
             count_tokens("warm up")

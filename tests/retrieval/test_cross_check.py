@@ -123,3 +123,16 @@ def test_the_part_is_the_weighted_shortfall_from_the_favourite() -> None:
     values = cross_check.cosines("我是做什么工作的？", texts)
     assert values[0] > values[1]  # the second model tells the job from the car
     assert WEIGHTS.cross_check > 0
+
+
+def test_the_warm_up_gives_a_broken_second_model_up_without_failing_the_start(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> None:
+        raise OSError("weights.npz: truncated archive")
+
+    monkeypatch.setattr(cross_check, "_encoder", broken)
+    monkeypatch.setattr(cross_check, "_FAILED", [])
+    cross_check.warm_up()
+    assert "truncated archive" in caplog.text
+    assert cross_check.second_opinions("我开什么车？", [("items", 1, 0.8, "I drive a car.")]) == {}
