@@ -32,12 +32,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.facts import load_subjects
+from bench.facts import DATA, load_subjects
+from bench.facts_shapes import load_shape_subjects
 from strataflow.config import Settings
 from strataflow.llm.embeddings import is_cjk_text
 from strataflow.retrieval.ranking import DenseCalibration
@@ -159,8 +159,7 @@ def table(rows: Sequence[dict[str, Any]], split: str, cal: DenseCalibration) -> 
 # language (named subjects, third person) and the cross shape of bench.facts_shapes (first person, opaque
 # ids).
 SECOND_GRID = tuple(float(weight) for weight in range(41))  # logits per unit of the second model's cosine
-TRANSLATED = Path(__file__).parent / "data" / "facts_cross.json"
-SHAPES = Path(__file__).parent / "data" / "facts_shapes.json"
+TRANSLATED = DATA / "facts_cross.json"
 
 
 def second_scores(settings: Settings) -> list[dict[str, Any]]:
@@ -174,10 +173,10 @@ def second_scores(settings: Settings) -> list[dict[str, Any]]:
         for subject in load_subjects("all")[0]
         if subject.subject in asked
     ]
-    for subject in json.loads(SHAPES.read_text(encoding="utf-8"))["subjects"]:
-        facts = subject["facts"]
-        cases.append(("shapes", subject["split"], subject["subject"], [f["fact"] for f in facts],
-                      [f["cross"] for f in facts]))  # fmt: skip
+    cases += [
+        ("shapes", shaped.split, shaped.subject, list(shaped.facts), list(shaped.questions["cross"]))
+        for shaped in load_shape_subjects("all", DATA)
+    ]
     return [row for case in cases for row in _second_rows(settings, *case)]
 
 

@@ -445,7 +445,6 @@ def _second_opinions(
     rows = [
         (layer, int(r.id), float(cross[(layer, int(r.id))]), str(r.body or ""))
         for layer, found in by_layer.items()
-        if any(key[0] == layer for key in cross)
         for r in found
         if (layer, int(r.id)) in cross
     ]
